@@ -1,0 +1,1 @@
+//! ferry-filters: tower layers usable on their own, like tower-http.
