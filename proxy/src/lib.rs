@@ -1,0 +1,1 @@
+//! ferry-proxy: everything that touches sockets. `main.rs` is a thin CLI over this library.

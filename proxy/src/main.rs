@@ -1,0 +1,5 @@
+//! The `ferry` command.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}
