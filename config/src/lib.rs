@@ -29,6 +29,3 @@ pub use validate::format_duration;
 pub fn json_schema() -> serde_json::Value {
     schemars::schema_for!(raw::RawConfig).to_value()
 }
-
-#[cfg(test)]
-mod tests;

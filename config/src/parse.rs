@@ -137,6 +137,15 @@ fn describe(path: String, message: &str) -> (String, String, bool) {
     }
     let message = match message.rsplit_once(", expected ") {
         Some((problem, expected)) => {
+            let expected = match expected {
+                "u8" => "an integer from 0 to 255",
+                "u16" => "an integer from 0 to 65535",
+                "u32" => "an integer from 0 to 4294967295",
+                "u64" => "a non-negative integer",
+                "i64" => "an integer",
+                "a boolean" => "true or false",
+                other => other,
+            };
             format!(
                 "{} (expected {})",
                 problem.replace('`', ""),

@@ -123,7 +123,9 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig) -> Parts {
     );
 
     let clusters = cluster::clusters(ctx, &raw.clusters);
-    let names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
+    let mut names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
     let listeners = listeners(ctx, &raw.listeners, admin_address, &names);
     Parts {
         admin: Admin {
@@ -204,3 +206,6 @@ fn listener_limits(ctx: &mut Ctx<'_>, path: &str, l: &RawListener) -> ListenerLi
         ),
     }
 }
+
+#[cfg(test)]
+mod tests;
