@@ -51,6 +51,19 @@ pub struct Exchange {
     pub latency: Duration,
     /// A one-line digest of the response body or status message.
     pub summary: String,
+    /// The HTTP status the demo expects (200, or 404 for the unknown model).
+    pub expected_http: u16,
+    /// The gRPC status the demo expects (gRPC only).
+    pub expected_grpc: Option<i32>,
+}
+
+// === impl Exchange ===
+
+impl Exchange {
+    /// Whether the answer is the one the demo expects from a healthy ferry and model server.
+    pub fn as_expected(&self) -> bool {
+        self.http_status == self.expected_http && self.grpc_status == self.expected_grpc
+    }
 }
 
 /// Sends the demo's requests to `addr` in order and returns what happened to each.
@@ -64,28 +77,25 @@ pub async fn run_script(addr: SocketAddr) -> Result<Vec<Exchange>, ClientError> 
             { "name": "INPUT1", "shape": [4], "datatype": "FP32", "data": [10, 20, 30, 40] },
         ],
     });
-    let rest_calls: [(&'static str, Method, String, Option<&Value>); 4] = [
-        ("server live", Method::GET, "/v2/health/live".into(), None),
-        (
-            "model metadata",
-            Method::GET,
-            "/v2/models/add_sub".into(),
-            None,
-        ),
+    let rest_calls: [(&'static str, Method, String, Option<&Value>, u16); 4] = [
+        ("server live", Method::GET, "/v2/health/live".into(), None, 200),
+        ("model metadata", Method::GET, "/v2/models/add_sub".into(), None, 200),
         (
             "infer add_sub",
             Method::POST,
             "/v2/models/add_sub/infer".into(),
             Some(&infer_body),
+            200,
         ),
         (
-            "infer unknown model",
+            "infer unknown model: the model server answers 404",
             Method::POST,
             format!("/v2/models/{UNKNOWN_MODEL}/infer"),
             Some(&infer_body),
+            404,
         ),
     ];
-    for (label, method, path, body) in rest_calls {
+    for (label, method, path, body, expected_http) in rest_calls {
         let body = body.map(|b| Bytes::from(b.to_string()));
         let reply = rest.send(method.clone(), &path, body).await?;
         exchanges.push(Exchange {
@@ -97,6 +107,8 @@ pub async fn run_script(addr: SocketAddr) -> Result<Vec<Exchange>, ClientError> 
             grpc_status: None,
             latency: reply.latency,
             summary: summarise_json(&reply.body),
+            expected_http,
+            expected_grpc: None,
         });
     }
 
@@ -177,6 +189,8 @@ fn grpc_exchange<M>(
         grpc_status: reply.grpc_status,
         latency: reply.latency,
         summary,
+        expected_http: 200,
+        expected_grpc: Some(0),
     }
 }
 
