@@ -178,7 +178,7 @@ fn inject_document(
     if !changed {
         return (None, failed);
     }
-    match document::render(&value, doc.has_marker) {
+    match document::render(&value, doc) {
         Ok(text) => (Some(text), failed),
         Err(e) => {
             let _ = writeln!(notes, "error: {source}: {e}");

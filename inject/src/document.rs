@@ -101,6 +101,24 @@ impl Document {
             }
         })
     }
+
+    /// Comment lines that open the document (before its first content line). Re-serializing
+    /// loses comments; these at least keep the header that usually explains the object.
+    pub fn leading_comments(&self) -> String {
+        let body = if self.has_marker {
+            self.raw.split_once('\n').map_or("", |(_, rest)| rest)
+        } else {
+            &self.raw
+        };
+        let mut out = String::new();
+        for line in body.split_inclusive('\n') {
+            if !line.trim_start().starts_with('#') {
+                break;
+            }
+            out.push_str(line);
+        }
+        out
+    }
 }
 
 /// serde_norway appends "at line X column Y" relative to the document; the caller prints the
@@ -113,9 +131,10 @@ fn strip_position(message: &str) -> String {
 }
 
 /// Serializes a changed document, with a `---` line when it needs one.
-pub fn render(value: &Value, marker: bool) -> Result<String, InjectError> {
+pub fn render(value: &Value, doc: &Document) -> Result<String, InjectError> {
     let body = serde_norway::to_string(value).map_err(|e| InjectError::Serialize(e.to_string()))?;
-    Ok(if marker { format!("---\n{body}") } else { body })
+    let marker = if doc.has_marker { "---\n" } else { "" };
+    Ok(format!("{marker}{}{body}", doc.leading_comments()))
 }
 
 #[cfg(test)]

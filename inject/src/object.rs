@@ -150,13 +150,16 @@ fn inject_template(
     Ok(outcome)
 }
 
-/// An unsupported kind that carries the opt-in annotation somewhere obvious deserves an error
-/// rather than silence.
+/// An unknown kind with a pod template that opts in (e.g. an Argo Rollout) deserves an error
+/// rather than silence; a labelled Namespace is only scope for the webhook.
 fn asks_for_injection(object: &Value) -> bool {
     let enabled = |meta: Option<&Value>| {
         annotations::read(meta).is_ok_and(|a| a.opt_in == annotations::OptIn::Enabled)
     };
-    enabled(object.get("metadata")) || enabled(object.pointer("/spec/template/metadata"))
+    object
+        .pointer("/spec/template")
+        .is_some_and(Value::is_object)
+        && (enabled(object.get("metadata")) || enabled(object.pointer("/spec/template/metadata")))
 }
 
 fn object_name(map: &serde_json::Map<String, Value>) -> String {
