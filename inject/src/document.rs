@@ -52,9 +52,8 @@ fn is_marker(line: &str) -> bool {
 pub fn split(text: &str) -> Vec<Document> {
     let mut docs = Vec::new();
     let mut current: Option<Document> = None;
-    let mut line_no = 0usize;
-    for line in text.split_inclusive('\n') {
-        line_no += 1;
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        let line_no = index + 1;
         if is_marker(line) {
             if let Some(doc) = current.take() {
                 docs.push(doc);

@@ -63,7 +63,7 @@ async fn probe(admin: &str) -> std::io::Result<u16> {
     let mut stream = TcpStream::connect(admin).await?;
     let request = format!("GET /ready HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
-    let mut head = vec![0u8; 64];
+    let mut head = [0u8; 64];
     let mut read = 0;
     // The status code sits in the first 12 bytes: "HTTP/1.1 200".
     while read < 12 {

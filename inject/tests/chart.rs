@@ -3,6 +3,12 @@
 //! the injector flags in the Deployment accepted by `ferry injector`, and the default mesh
 //! route config agreeing with the sidecar's ports.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should panic"
+)]
+
 mod support;
 
 use std::{path::PathBuf, process::Command};

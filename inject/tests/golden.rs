@@ -3,6 +3,12 @@
 //!
 //! `UPDATE_GOLDEN=1 cargo test -p ferry-inject --test golden` rewrites `tests/golden/`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should panic"
+)]
+
 mod support;
 
 use std::path::PathBuf;

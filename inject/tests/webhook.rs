@@ -3,6 +3,12 @@
 //! the same object; patched pods validated against the Kubernetes 1.31 schemas; malformed
 //! reviews; probes and metrics; certificate rotation.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should panic"
+)]
+
 mod support;
 
 use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};

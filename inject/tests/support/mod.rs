@@ -1,5 +1,10 @@
 //! Shared test support: the pinned Kubernetes tools, and running the CLI in-process.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should panic"
+)]
 
 use std::{
     path::{Path, PathBuf},
