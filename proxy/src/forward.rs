@@ -131,7 +131,10 @@ async fn route_and_forward(
 
     let path = parts.uri.path().to_owned();
     let mut model = model_name::from_oip_path(&path);
-    if model.is_none() && listener.router.uses_model() {
+    // OIP gRPC calls name their model in the first message, which arrives with the headers,
+    // so reading it costs no extra wait and lets logs and metrics name the model.
+    let oip_grpc = model_name::is_oip_grpc_model_method(&path) && headers::is_grpc(&parts.headers);
+    if model.is_none() && (listener.router.uses_model() || oip_grpc) {
         let (found, replay) =
             sniff_model(&parts, body, listener.limits.model_sniff_bytes as usize).await?;
         model = found;
