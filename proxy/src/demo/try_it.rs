@@ -67,8 +67,12 @@ pub fn print(inbound: SocketAddr, admin: SocketAddr) {
     println!();
     println!("  curl -s http://{inbound}/v2/health/live");
     println!("  curl -s http://{inbound}/v2/models/add_sub");
-    println!("  curl -s http://{inbound}/v2/models/add_sub/infer -H 'content-type: application/json' -d '{infer}'");
-    println!("  curl -s http://{inbound}/v2/models/echo/infer -d '{{\"inputs\":[{{\"name\":\"x\",\"shape\":[2],\"datatype\":\"BYTES\",\"data\":[\"hi\",\"there\"]}}]}}'");
+    println!(
+        "  curl -s http://{inbound}/v2/models/add_sub/infer -H 'content-type: application/json' -d '{infer}'"
+    );
+    println!(
+        "  curl -s http://{inbound}/v2/models/echo/infer -d '{{\"inputs\":[{{\"name\":\"x\",\"shape\":[2],\"datatype\":\"BYTES\",\"data\":[\"hi\",\"there\"]}}]}}'"
+    );
     println!(
         "  grpcurl -plaintext -import-path {proto_dir} -proto inference.proto -d '{grpc_infer}' {inbound} inference.GRPCInferenceService/ModelInfer"
     );
