@@ -60,7 +60,10 @@ impl std::fmt::Debug for Interrupt {
 
 /// Prints ready-to-paste commands against the running demo.
 pub fn print(inbound: SocketAddr, admin: SocketAddr) {
-    let proto_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../proto");
+    // The .proto lives at the repository root, next to the proxy crate.
+    let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let proto_dir = manifest_dir.parent().unwrap_or(manifest_dir).join("proto");
+    let proto_dir = proto_dir.display();
     let infer = r#"{"inputs":[{"name":"INPUT0","shape":[3],"datatype":"FP32","data":[1,2,3]},{"name":"INPUT1","shape":[3],"datatype":"FP32","data":[3,2,1]}]}"#;
     let grpc_infer = r#"{"model_name":"add_sub","inputs":[{"name":"INPUT0","datatype":"FP32","shape":[3],"contents":{"fp32_contents":[1,2,3]}},{"name":"INPUT1","datatype":"FP32","shape":[3],"contents":{"fp32_contents":[3,2,1]}}]}"#;
     println!("ferry and the model server keep running. Try (Ctrl-C stops everything):");
