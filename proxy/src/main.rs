@@ -29,6 +29,9 @@ enum Command {
     },
     /// Print the JSON Schema of the config file.
     Schema,
+    /// Start a built-in model server behind ferry, send REST and gRPC requests through it and
+    /// show what ferry did with each (`--serve` keeps it running to try by hand).
+    Demo(ferry_proxy::demo::DemoArgs),
 }
 
 #[derive(Debug, Args)]
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Validate { files } => Ok(validate(&files)),
         Command::Schema => schema(),
+        Command::Demo(args) => demo(args),
     };
     match result {
         Ok(code) => code,
@@ -104,6 +108,18 @@ fn validate(files: &[PathBuf]) -> ExitCode {
 fn schema() -> anyhow::Result<ExitCode> {
     let text = serde_json::to_string_pretty(&ferry_config::json_schema())?;
     println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo(args: ferry_proxy::demo::DemoArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(ferry_proxy::demo::run(args))?;
+    // Idle pooled connections may still be parked on the runtime; don't wait for them.
+    runtime.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
 }
 
