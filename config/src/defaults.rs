@@ -1,0 +1,60 @@
+//! Every default of the file format, in one place: validation fills them in, the effective
+//! config shows them, and docs/config.md lists them.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use crate::ir::{LbPolicy, RetryOn, UpstreamProtocol};
+
+/// The only accepted `apiVersion`.
+pub const API_VERSION: &str = "ferry/v1";
+/// `admin.address`.
+pub const ADMIN_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 15000);
+/// `runtime.worker_threads`.
+pub const WORKER_THREADS: usize = 2;
+/// `runtime.drain_timeout`.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// `listeners[].limits.max_request_headers_bytes`.
+pub const MAX_REQUEST_HEADERS_BYTES: u32 = 64 * 1024;
+/// `listeners[].limits.model_sniff_bytes`.
+pub const MODEL_SNIFF_BYTES: u32 = 16 * 1024;
+/// `listeners[].limits.idle_timeout`.
+pub const LISTENER_IDLE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// `routes[].timeout`.
+pub const ROUTE_TIMEOUT: Duration = Duration::from_secs(15);
+/// `routes[].direct_response.content_type`.
+pub const DIRECT_RESPONSE_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
+/// `routes[].to[].weight`.
+pub const WEIGHT: u32 = 1;
+/// `routes[].retry.attempts`.
+pub const RETRY_ATTEMPTS: u32 = 2;
+/// Largest accepted `routes[].retry.attempts`.
+pub const MAX_RETRY_ATTEMPTS: u32 = 10;
+/// `routes[].retry.on`.
+pub const RETRY_ON: [RetryOn; 2] = [RetryOn::ConnectFailure, RetryOn::Unavailable];
+/// `routes[].retry.budget` as a ratio.
+pub const RETRY_BUDGET_RATIO: f64 = 0.2;
+/// `routes[].retry.min_retries_per_second`.
+pub const MIN_RETRIES_PER_SECOND: u32 = 10;
+/// `routes[].retry.max_body_bytes`.
+pub const RETRY_MAX_BODY_BYTES: u32 = 64 * 1024;
+/// `clusters[].protocol`.
+pub const PROTOCOL: UpstreamProtocol = UpstreamProtocol::Auto;
+/// `clusters[].lb`.
+pub const LB: LbPolicy = LbPolicy::P2cEwma;
+/// `clusters[].connect_timeout`.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// `clusters[].idle_timeout`.
+pub const CLUSTER_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// `clusters[].dns.refresh`.
+pub const DNS_REFRESH: Duration = Duration::from_secs(5);
+/// `clusters[].original_authority.default_port`.
+pub const DEFAULT_PORT: u16 = 80;
+/// `clusters[].outlier.consecutive_failures`.
+pub const OUTLIER_CONSECUTIVE_FAILURES: u32 = 5;
+/// `clusters[].outlier.ejection`.
+pub const OUTLIER_EJECTION: Duration = Duration::from_secs(10);
+/// `clusters[].outlier.max_ejection`.
+pub const OUTLIER_MAX_EJECTION: Duration = Duration::from_secs(5 * 60);
+/// `clusters[].outlier.max_ejection_percent`.
+pub const OUTLIER_MAX_EJECTION_PERCENT: u8 = 50;

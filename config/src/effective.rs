@@ -1,0 +1,274 @@
+//! The effective config: the IR rendered back into the file format with every default spelled
+//! out, for `/config_dump`, and its digest, [`Config::version`].
+//!
+//! Rendering from the IR (not from the raw file) means two files that differ only in spelling
+//! (`to: a` vs `to: [{cluster: a, weight: 1}]`, omitted defaults) get the same version, and the
+//! output is itself a valid config file.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::defaults::API_VERSION;
+use crate::ir::{
+    Action, Cluster, Config, Endpoints, HeaderEdits, HeaderMatch, LbPolicy, Listener, PathMatch,
+    RetryOn, RetryPolicy, Route, RouteMatch, StringMatch, UpstreamProtocol,
+};
+use crate::validate::{Parts, format_duration, format_percent};
+
+/// Builds the final [`Config`] from validated parts.
+pub(crate) fn finish(parts: Parts) -> Config {
+    let effective = json!({
+        "apiVersion": API_VERSION,
+        "admin": { "address": parts.admin.address.to_string() },
+        "runtime": {
+            "worker_threads": parts.runtime.worker_threads,
+            "drain_timeout": format_duration(parts.runtime.drain_timeout),
+        },
+        "listeners": parts.listeners.iter().map(listener).collect::<Vec<_>>(),
+        "clusters": parts.clusters.iter().map(cluster).collect::<Vec<_>>(),
+    });
+    let digest = Sha256::digest(effective.to_string().as_bytes());
+    let version = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Config {
+        admin: parts.admin,
+        runtime: parts.runtime,
+        listeners: parts.listeners,
+        clusters: parts.clusters,
+        version,
+        effective_json: Arc::new(effective),
+    }
+}
+
+fn listener(l: &Listener) -> Value {
+    let mut limits = Map::new();
+    limits.insert(
+        "max_request_headers_bytes".into(),
+        l.limits.max_request_headers_bytes.into(),
+    );
+    if let Some(max) = l.limits.max_request_body_bytes {
+        limits.insert("max_request_body_bytes".into(), max.into());
+    }
+    limits.insert(
+        "model_sniff_bytes".into(),
+        l.limits.model_sniff_bytes.into(),
+    );
+    limits.insert(
+        "idle_timeout".into(),
+        format_duration(l.limits.idle_timeout).into(),
+    );
+    json!({
+        "name": l.name,
+        "address": l.address.to_string(),
+        "limits": limits,
+        "routes": l.routes.iter().map(route).collect::<Vec<_>>(),
+    })
+}
+
+fn route(r: &Route) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), r.name.clone().into());
+    out.insert("match".into(), route_match(&r.matcher));
+    match &r.action {
+        Action::Forward(targets) => {
+            let list: Vec<Value> = targets
+                .iter()
+                .map(|t| json!({ "cluster": t.cluster, "weight": t.weight.get() }))
+                .collect();
+            out.insert("to".into(), list.into());
+        }
+        Action::DirectResponse(d) => {
+            out.insert(
+                "direct_response".into(),
+                json!({ "status": d.status, "body": d.body, "content_type": d.content_type }),
+            );
+        }
+    }
+    for (key, edits) in [
+        ("request_headers", &r.request_headers),
+        ("response_headers", &r.response_headers),
+    ] {
+        if *edits != HeaderEdits::default() {
+            out.insert(key.into(), header_edits(edits));
+        }
+    }
+    if let Some(pr) = &r.prefix_rewrite {
+        out.insert(
+            "prefix_rewrite".into(),
+            json!({ "from": pr.from, "to": pr.to }),
+        );
+    }
+    let timeout = r.timeout.map_or_else(|| "0s".to_owned(), format_duration);
+    out.insert("timeout".into(), timeout.into());
+    if let Some(retry) = &r.retry {
+        out.insert("retry".into(), retry_policy(retry));
+    }
+    Value::Object(out)
+}
+
+fn route_match(m: &RouteMatch) -> Value {
+    let mut out = Map::new();
+    if let Some(a) = &m.authority {
+        out.insert("authority".into(), string_match(a));
+    }
+    if let Some(p) = &m.path {
+        let (kind, text) = match p {
+            PathMatch::Exact(s) => ("exact", s.clone()),
+            PathMatch::Prefix(s) => ("prefix", s.clone()),
+            PathMatch::Regex(r) => ("regex", pattern(r)),
+            PathMatch::Template(t) => ("template", t.source.clone()),
+        };
+        out.insert("path".into(), json!({ kind: text }));
+    }
+    if !m.methods.is_empty() {
+        out.insert("method".into(), m.methods.clone().into());
+    }
+    if !m.headers.is_empty() {
+        out.insert(
+            "headers".into(),
+            m.headers.iter().map(header_match).collect(),
+        );
+    }
+    if let Some(model) = &m.model {
+        let mut mm = Map::new();
+        mm.insert("name".into(), string_match(&model.name));
+        if let Some(v) = &model.version {
+            mm.insert("version".into(), string_match(v));
+        }
+        out.insert("model".into(), Value::Object(mm));
+    }
+    Value::Object(out)
+}
+
+fn string_match(m: &StringMatch) -> Value {
+    match m {
+        StringMatch::Exact(s) => json!({ "exact": s }),
+        StringMatch::Prefix(s) => json!({ "prefix": s }),
+        StringMatch::Regex(r) => json!({ "regex": pattern(r) }),
+    }
+}
+
+/// The pattern as written: validation wrapped it in `^(?:…)$`.
+fn pattern(r: &regex::Regex) -> String {
+    let s = r.as_str();
+    s.strip_prefix("^(?:")
+        .and_then(|s| s.strip_suffix(")$"))
+        .unwrap_or(s)
+        .to_owned()
+}
+
+fn header_match(h: &HeaderMatch) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), h.name.clone().into());
+    match &h.value {
+        None => {
+            out.insert("present".into(), true.into());
+        }
+        Some(StringMatch::Exact(s)) => {
+            out.insert("exact".into(), s.clone().into());
+        }
+        Some(StringMatch::Prefix(s)) => {
+            out.insert("prefix".into(), s.clone().into());
+        }
+        Some(StringMatch::Regex(r)) => {
+            out.insert("regex".into(), pattern(r).into());
+        }
+    }
+    out.insert("invert".into(), h.invert.into());
+    Value::Object(out)
+}
+
+fn header_edits(e: &HeaderEdits) -> Value {
+    let pairs = |list: &[(String, String)]| -> Map<String, Value> {
+        list.iter()
+            .map(|(k, v)| (k.clone(), v.clone().into()))
+            .collect()
+    };
+    json!({ "set": pairs(&e.set), "add": pairs(&e.add), "remove": e.remove })
+}
+
+fn retry_policy(r: &RetryPolicy) -> Value {
+    let mut out = Map::new();
+    out.insert("attempts".into(), r.attempts.into());
+    out.insert("on".into(), r.on.iter().map(|o| retry_on(*o)).collect());
+    out.insert("budget".into(), format_percent(r.budget_ratio).into());
+    out.insert(
+        "min_retries_per_second".into(),
+        r.min_retries_per_second.into(),
+    );
+    out.insert("max_body_bytes".into(), r.max_body_bytes.into());
+    if let Some(t) = r.per_try_timeout {
+        out.insert("per_try_timeout".into(), format_duration(t).into());
+    }
+    Value::Object(out)
+}
+
+fn retry_on(r: RetryOn) -> Value {
+    let name = match r {
+        RetryOn::ConnectFailure => "connect-failure",
+        RetryOn::Http503 => "http-503",
+        RetryOn::Http5xx => "http-5xx",
+        RetryOn::Unavailable => "unavailable",
+        RetryOn::ResourceExhausted => "resource-exhausted",
+    };
+    name.into()
+}
+
+fn cluster(c: &Cluster) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), c.name.clone().into());
+    match &c.endpoints {
+        Endpoints::Static(addrs) => {
+            let list: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+            out.insert("endpoints".into(), list.into());
+        }
+        Endpoints::Dns { names, refresh } => {
+            let list: Vec<String> = names
+                .iter()
+                .map(|n| format!("{}:{}", n.host, n.port))
+                .collect();
+            out.insert(
+                "dns".into(),
+                json!({ "names": list, "refresh": format_duration(*refresh) }),
+            );
+        }
+        Endpoints::OriginalAuthority { default_port } => {
+            out.insert(
+                "original_authority".into(),
+                json!({ "default_port": default_port }),
+            );
+        }
+    }
+    let protocol = match c.protocol {
+        UpstreamProtocol::Auto => "auto",
+        UpstreamProtocol::Http1 => "http1",
+        UpstreamProtocol::H2 => "h2",
+    };
+    out.insert("protocol".into(), protocol.into());
+    let lb = match c.lb {
+        LbPolicy::RoundRobin => "round-robin",
+        LbPolicy::P2cEwma => "p2c-ewma",
+    };
+    out.insert("lb".into(), lb.into());
+    out.insert(
+        "connect_timeout".into(),
+        format_duration(c.connect_timeout).into(),
+    );
+    out.insert(
+        "idle_timeout".into(),
+        format_duration(c.idle_timeout).into(),
+    );
+    let outlier = match &c.outlier {
+        None => json!({ "enabled": false }),
+        Some(o) => json!({
+            "enabled": true,
+            "consecutive_failures": o.consecutive_failures,
+            "ejection": format_duration(o.base_ejection),
+            "max_ejection": format_duration(o.max_ejection),
+            "max_ejection_percent": o.max_ejection_percent,
+        }),
+    };
+    out.insert("outlier".into(), outlier);
+    Value::Object(out)
+}

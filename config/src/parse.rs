@@ -1,0 +1,158 @@
+//! Text → [`Config`]: YAML with positions, serde into raw types, then validation.
+
+use serde_json::{Map, Value};
+use serde_path_to_error::Segment;
+
+use crate::effective::finish;
+use crate::error::{ConfigError, ConfigErrors};
+use crate::ir::Config;
+use crate::raw::RawConfig;
+use crate::validate::{self, Ctx};
+use crate::yaml::{self, PosIndex, join_key};
+
+/// Parses and validates one config file. `source_name` is used in error messages.
+pub fn parse(source_name: &str, text: &str) -> Result<Config, ConfigErrors> {
+    let (value, index) = yaml::load(text).map_err(|e| {
+        ConfigErrors::single(ConfigError {
+            file: source_name.to_owned(),
+            line: e.pos.line,
+            col: e.pos.col,
+            path: String::new(),
+            message: e.message,
+        })
+    })?;
+    let raw = deserialize(source_name, value, &index).map_err(ConfigErrors::single)?;
+    let mut ctx = Ctx::new(source_name, &index);
+    let parts = validate::config(&mut ctx, raw);
+    let errors = ctx.into_errors();
+    if errors.is_empty() {
+        Ok(finish(parts))
+    } else {
+        Err(ConfigErrors { errors })
+    }
+}
+
+/// Reads and parses a config file; an unreadable file is one error naming it.
+pub fn load(path: &std::path::Path) -> Result<Config, ConfigErrors> {
+    let name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&name, &text),
+        Err(e) => Err(ConfigErrors::single(ConfigError {
+            file: name,
+            line: 0,
+            col: 0,
+            path: String::new(),
+            message: format!("cannot read config file: {e}"),
+        })),
+    }
+}
+
+/// Serde stops at the first structural error (wrong type, unknown field); it is located
+/// through the path serde_path_to_error tracked.
+fn deserialize(file: &str, value: Value, index: &PosIndex) -> Result<RawConfig, ConfigError> {
+    // An empty file is an empty mapping, so it is reported as "missing apiVersion".
+    let value = if value.is_null() {
+        Value::Object(Map::new())
+    } else {
+        value
+    };
+    serde_path_to_error::deserialize::<_, RawConfig>(value).map_err(|e| {
+        let path = path_text(e.path());
+        let (path, message, at_key) = describe(path, &e.inner().to_string());
+        let pos = if at_key {
+            index.key(&path)
+        } else {
+            index.value(&path)
+        };
+        ConfigError {
+            file: file.to_owned(),
+            line: pos.line,
+            col: pos.col,
+            path,
+            message,
+        }
+    })
+}
+
+fn path_text(path: &serde_path_to_error::Path) -> String {
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } => out = join_key(&out, key),
+            Segment::Enum { variant } => out = join_key(&out, variant),
+            Segment::Unknown => out = join_key(&out, "?"),
+        }
+    }
+    out
+}
+
+/// Rewords serde's message into `problem (expected …)`; returns the path (extended with the
+/// offending field name where serde names one), the message, and whether the error sits on a
+/// mapping key rather than a value.
+fn describe(path: String, message: &str) -> (String, String, bool) {
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let (field, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let path = if path == field || path.ends_with(&format!(".{field}")) {
+            path
+        } else {
+            join_key(&path, field)
+        };
+        let expected = expected
+            .trim_start_matches(", ")
+            .trim_start_matches("expected ")
+            .replace("one of ", "one of: ")
+            .replace('`', "");
+        let expected = if expected == "there are no fields" {
+            "no fields".to_owned()
+        } else {
+            expected
+        };
+        return (
+            path,
+            format!("unknown field {field:?} (expected {expected})"),
+            true,
+        );
+    }
+    if let Some(rest) = message.strip_prefix("missing field `") {
+        let field = rest.trim_end_matches('`');
+        return (
+            join_key(&path, field),
+            format!("missing field {field:?} (expected it to be set)"),
+            false,
+        );
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        let (value, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let expected = expected
+            .trim_start_matches(", ")
+            .trim_start_matches("expected ")
+            .replace("one of ", "one of: ")
+            .replace('`', "");
+        return (
+            path,
+            format!("unknown value {value:?} (expected {expected})"),
+            false,
+        );
+    }
+    let message = match message.rsplit_once(", expected ") {
+        Some((problem, expected)) => {
+            let expected = match expected {
+                "u8" => "an integer from 0 to 255",
+                "u16" => "an integer from 0 to 65535",
+                "u32" => "an integer from 0 to 4294967295",
+                "u64" => "a non-negative integer",
+                "i64" => "an integer",
+                "a boolean" => "true or false",
+                other => other,
+            };
+            format!(
+                "{} (expected {})",
+                problem.replace('`', ""),
+                expected.replace('`', "")
+            )
+        }
+        None => message.to_owned(),
+    };
+    (path, message, false)
+}

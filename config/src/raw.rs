@@ -1,0 +1,88 @@
+//! The file format as serde types ("raw"): names as written, values still text.
+//!
+//! `deny_unknown_fields` everywhere so a typo is an error, not a silently ignored setting.
+//! Durations, addresses and patterns stay strings here; [`crate::validate`] turns them into IR
+//! and reports every bad one at once. The JSON Schema (`ferry schema`) is derived from these.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+mod cluster;
+mod route;
+mod scalars;
+mod shorthand;
+
+pub use cluster::{DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol};
+pub use route::{
+    DirectResponseSpec, HeaderEditsSpec, HeaderMatchSpec, ModelMatchSpec, PathMatchSpec,
+    PrefixRewriteSpec, RawRoute, RetryOnSpec, RetrySpec, RouteMatchSpec,
+};
+pub use scalars::{DurationText, HeaderNameText, HostPortText, PercentText, SocketAddrText, Text};
+pub use shorthand::{HeaderValues, MatchSpec, Methods, StringMatchSpec, To, WeightedTarget};
+
+/// A ferry route config file.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "ferry route config")]
+pub struct RawConfig {
+    /// Format version; must be `ferry/v1`.
+    #[serde(rename = "apiVersion")]
+    pub api_version: Option<Text>,
+    /// The admin endpoint (`/live`, `/ready`, `/config_dump`, `/metrics`).
+    pub admin: Option<AdminSpec>,
+    /// Process-wide settings; changing them needs a restart.
+    pub runtime: Option<RuntimeSpec>,
+    /// Data-plane listeners.
+    #[serde(default)]
+    pub listeners: Vec<RawListener>,
+    /// Upstream clusters, referred to by name from routes.
+    #[serde(default)]
+    pub clusters: Vec<RawCluster>,
+}
+
+/// The admin endpoint.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdminSpec {
+    /// Bind address. Default `127.0.0.1:15000`.
+    pub address: Option<SocketAddrText>,
+}
+
+/// Process-wide runtime settings.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeSpec {
+    /// Tokio worker threads, >= 1. Default 2.
+    pub worker_threads: Option<i64>,
+    /// How long shutdown waits for in-flight requests. Default `30s`.
+    pub drain_timeout: Option<DurationText>,
+}
+
+/// A data-plane listener.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawListener {
+    /// Unique name; used as a metric label.
+    pub name: Text,
+    /// Bind address `ip:port`.
+    pub address: SocketAddrText,
+    /// Per-request limits.
+    pub limits: Option<ListenerLimitsSpec>,
+    /// Routes, matched first to last.
+    #[serde(default)]
+    pub routes: Vec<RawRoute>,
+}
+
+/// Per-request limits of a listener.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListenerLimitsSpec {
+    /// Largest request header block in bytes (over it: 431). Default 65536.
+    pub max_request_headers_bytes: Option<u32>,
+    /// Largest request body in bytes (over it: 413). Default: unlimited.
+    pub max_request_body_bytes: Option<u64>,
+    /// How much of a JSON body may be read to find its `model` field. Default 16384.
+    pub model_sniff_bytes: Option<u32>,
+    /// Idle timeout of downstream keep-alive connections. Default `5m`.
+    pub idle_timeout: Option<DurationText>,
+}

@@ -1,0 +1,163 @@
+//! Raw route types: match, destination and per-route policies.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::scalars::{DurationText, HeaderNameText, PercentText, Text};
+use super::shorthand::{HeaderValues, Methods, StringMatchSpec, To};
+
+/// A route: a match and what to do with matching requests.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRoute {
+    /// Unique within the listener; used as a metric label.
+    pub name: Text,
+    /// Conditions; omitted = match every request.
+    #[serde(rename = "match")]
+    pub matcher: Option<RouteMatchSpec>,
+    /// Forward to a cluster (or a weighted split). Exactly one of `to` / `direct_response`.
+    pub to: Option<To>,
+    /// Answer directly without an upstream. Exactly one of `to` / `direct_response`.
+    pub direct_response: Option<DirectResponseSpec>,
+    /// Header edits applied to the request before it goes upstream.
+    pub request_headers: Option<HeaderEditsSpec>,
+    /// Header edits applied to the response before it goes downstream.
+    pub response_headers: Option<HeaderEditsSpec>,
+    /// Replace a path prefix before forwarding.
+    pub prefix_rewrite: Option<PrefixRewriteSpec>,
+    /// Time until the upstream's response headers arrive; `0s` = no limit. Default `15s`.
+    pub timeout: Option<DurationText>,
+    /// Retry policy; omitted = no retries.
+    pub retry: Option<RetrySpec>,
+}
+
+/// Route conditions; all present conditions must hold.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteMatchSpec {
+    /// The request authority (Host), case-insensitive.
+    pub authority: Option<StringMatchSpec>,
+    /// The request path (without query string).
+    pub path: Option<PathMatchSpec>,
+    /// Allowed HTTP methods; omitted = any.
+    pub method: Option<Methods>,
+    /// Header conditions; all must hold.
+    #[serde(default)]
+    pub headers: Vec<HeaderMatchSpec>,
+    /// Model name / version conditions.
+    pub model: Option<ModelMatchSpec>,
+}
+
+/// `{exact|prefix|regex|template: ...}`: exactly one.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathMatchSpec {
+    /// Equal to this path.
+    pub exact: Option<Text>,
+    /// Starts with this prefix.
+    pub prefix: Option<Text>,
+    /// Matches this regex (anchored: the whole path must match).
+    pub regex: Option<Text>,
+    /// A path template: `{name}` matches one segment, a final `{name=**}` the rest.
+    pub template: Option<Text>,
+}
+
+/// A condition on one request header: `name` plus exactly one of `exact`, `prefix`, `regex`,
+/// `present: true`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderMatchSpec {
+    /// Header name.
+    pub name: HeaderNameText,
+    /// Value equals this.
+    pub exact: Option<Text>,
+    /// Value starts with this.
+    pub prefix: Option<Text>,
+    /// Value matches this regex (anchored).
+    pub regex: Option<Text>,
+    /// `true`: the header must be present, any value.
+    pub present: Option<bool>,
+    /// Invert the result (e.g. `present: true, invert: true` = header absent). Default false.
+    pub invert: Option<bool>,
+}
+
+/// Conditions on the addressed model.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelMatchSpec {
+    /// Model name.
+    pub name: StringMatchSpec,
+    /// Model version; omitted = any version.
+    pub version: Option<StringMatchSpec>,
+}
+
+/// A response ferry writes itself.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DirectResponseSpec {
+    /// HTTP status, 100..=599.
+    pub status: i64,
+    /// Body text. Default empty.
+    pub body: Option<String>,
+    /// Content-Type. Default `text/plain; charset=utf-8`.
+    pub content_type: Option<Text>,
+}
+
+/// Header edits.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderEditsSpec {
+    /// Headers to set, replacing existing values.
+    pub set: Option<HeaderValues>,
+    /// Headers to append.
+    pub add: Option<HeaderValues>,
+    /// Names of headers to remove.
+    #[serde(default)]
+    pub remove: Vec<HeaderNameText>,
+}
+
+/// A path prefix rewrite.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixRewriteSpec {
+    /// Prefix to replace; starts with `/`.
+    pub from: Text,
+    /// Replacement; starts with `/`.
+    pub to: Text,
+}
+
+/// When and how often to retry.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySpec {
+    /// Total attempts including the first, 1..=10. Default 2.
+    pub attempts: Option<i64>,
+    /// Retry triggers. Default `[connect-failure, unavailable]`.
+    pub on: Option<Vec<RetryOnSpec>>,
+    /// Retries may add at most this share of recent requests. Default `20%`.
+    pub budget: Option<PercentText>,
+    /// Retries allowed per second regardless of `budget`. Default 10.
+    pub min_retries_per_second: Option<u32>,
+    /// Larger request bodies are never retried. Default 65536.
+    pub max_body_bytes: Option<u32>,
+    /// Per-attempt timeout; omitted or `0s` = only the route timeout.
+    pub per_try_timeout: Option<DurationText>,
+}
+
+/// A retry trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryOnSpec {
+    /// The connection to the endpoint failed (the request was never sent).
+    ConnectFailure,
+    /// HTTP 503.
+    #[serde(rename = "http-503")]
+    Http503,
+    /// Any HTTP 5xx.
+    #[serde(rename = "http-5xx")]
+    Http5xx,
+    /// gRPC UNAVAILABLE.
+    Unavailable,
+    /// gRPC RESOURCE_EXHAUSTED or HTTP 429.
+    ResourceExhausted,
+}

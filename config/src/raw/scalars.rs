@@ -1,0 +1,134 @@
+//! Scalar fields kept as text until validation, so one bad value does not hide the others.
+//!
+//! YAML's plain scalars are typed by their look (`2` is an integer, `2s` a string); these types
+//! accept any scalar and keep its text, and validation then reports `invalid duration "5 sec"`
+//! rather than serde's first-error-wins type mismatch.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+
+/// Accepts any scalar and keeps its text.
+pub(crate) struct TextVisitor(pub(crate) &'static str);
+
+impl Visitor<'_> for TextVisitor {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_owned())
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<String, E> {
+        Ok(v)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+}
+
+macro_rules! text_type {
+    ($(#[$meta:meta])* $name:ident, $expecting:literal, $schema:tt) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name(pub String);
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(TextVisitor($expecting)).map($name)
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!($schema)
+            }
+        }
+
+        impl $name {
+            /// The text as written.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+
+text_type!(
+    /// Any text (a name, a header value, a pattern).
+    Text,
+    "a string",
+    { "type": "string" }
+);
+
+text_type!(
+    /// A duration: an integer or decimal number followed by `ms`, `s`, `m` or `h`.
+    DurationText,
+    "a duration such as \"500ms\", \"2s\" or \"5m\"",
+    {
+        "type": "string",
+        "description": "A duration: a number followed by ms, s, m or h.",
+        "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s|m|h)$",
+        "examples": ["500ms", "2s", "1.5s", "5m", "1h", "0s"]
+    }
+);
+
+text_type!(
+    /// A percentage such as `20%`.
+    PercentText,
+    "a percentage such as \"20%\"",
+    {
+        "type": "string",
+        "description": "A percentage between 0% and 100%.",
+        "pattern": "^[0-9]+(\\.[0-9]+)?%$",
+        "examples": ["20%", "12.5%"]
+    }
+);
+
+text_type!(
+    /// A socket address `ip:port` (IPv6 in brackets).
+    SocketAddrText,
+    "a socket address such as \"127.0.0.1:8080\"",
+    {
+        "type": "string",
+        "description": "A socket address ip:port; IPv6 in brackets.",
+        "examples": ["127.0.0.1:8080", "0.0.0.0:15006", "[::1]:8080"]
+    }
+);
+
+text_type!(
+    /// A DNS name and port, `host:port`.
+    HostPortText,
+    "a host:port such as \"svc.ns.svc.cluster.local:8000\"",
+    {
+        "type": "string",
+        "description": "A DNS name (or IP literal) and port.",
+        "examples": ["vllm.models.svc.cluster.local:8000"]
+    }
+);
+
+text_type!(
+    /// An HTTP header name (case-insensitive; stored lower-case).
+    HeaderNameText,
+    "an HTTP header name",
+    {
+        "type": "string",
+        "description": "An HTTP header name; matched case-insensitively.",
+        "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+    }
+);

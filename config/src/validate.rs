@@ -1,0 +1,211 @@
+//! Raw types → IR, collecting every semantic error with its position.
+//!
+//! Each check records its problem in [`Ctx`] and carries on with a stand-in value, so one run
+//! reports everything wrong with the file; the IR is only returned when nothing was.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::defaults;
+use crate::error::ConfigError;
+use crate::ir::{Admin, Cluster, Listener, ListenerLimits, Runtime};
+use crate::raw::{DurationText, RawConfig, RawListener, SocketAddrText};
+use crate::yaml::PosIndex;
+
+mod cluster;
+mod matchers;
+mod route;
+mod template;
+mod values;
+
+pub use values::format_duration;
+pub(crate) use values::format_percent;
+
+/// Where errors go while validating one file.
+pub(crate) struct Ctx<'a> {
+    file: &'a str,
+    index: &'a PosIndex,
+    errors: Vec<ConfigError>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(file: &'a str, index: &'a PosIndex) -> Self {
+        Self {
+            file,
+            index,
+            errors: Vec::new(),
+        }
+    }
+
+    /// Records a problem with the value at `path`.
+    pub(crate) fn error(&mut self, path: &str, message: impl Into<String>) {
+        let pos = self.index.value(path);
+        self.errors.push(ConfigError {
+            file: self.file.to_owned(),
+            line: pos.line,
+            col: pos.col,
+            path: path.to_owned(),
+            message: message.into(),
+        });
+    }
+
+    /// Records `Err` results and turns them into `None`.
+    pub(crate) fn check<T>(&mut self, path: &str, result: Result<T, String>) -> Option<T> {
+        result.map_err(|m| self.error(path, m)).ok()
+    }
+
+    /// Parses an optional duration, falling back to `default` when absent (or invalid, after
+    /// recording the error).
+    pub(crate) fn duration_or(
+        &mut self,
+        path: &str,
+        text: Option<&DurationText>,
+        default: Duration,
+    ) -> Duration {
+        text.and_then(|t| self.check(path, values::parse_duration(t.as_str())))
+            .unwrap_or(default)
+    }
+
+    pub(crate) fn socket_addr(&mut self, path: &str, text: &SocketAddrText) -> Option<SocketAddr> {
+        self.check(path, values::parse_socket_addr(text.as_str()))
+    }
+
+    /// All recorded errors, in file order.
+    pub(crate) fn into_errors(self) -> Vec<ConfigError> {
+        let mut errors = self.errors;
+        errors.sort_by_key(|e| (e.line, e.col));
+        errors
+    }
+}
+
+/// The validated parts of a config, before the effective JSON and version are computed.
+pub(crate) struct Parts {
+    pub(crate) admin: Admin,
+    pub(crate) runtime: Runtime,
+    pub(crate) listeners: Vec<Listener>,
+    pub(crate) clusters: Vec<Cluster>,
+}
+
+/// Validates a whole file; errors are left in `ctx`.
+pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig) -> Parts {
+    match raw.api_version.as_ref().map(|v| v.as_str()) {
+        Some(defaults::API_VERSION) => {}
+        Some(other) => ctx.error(
+            "apiVersion",
+            format!("unsupported apiVersion {other:?} (expected \"ferry/v1\")"),
+        ),
+        None => ctx.error("apiVersion", "missing apiVersion (expected \"ferry/v1\")"),
+    }
+    let admin = raw.admin.unwrap_or_default();
+    let admin_address = admin
+        .address
+        .as_ref()
+        .and_then(|a| ctx.socket_addr("admin.address", a))
+        .unwrap_or(defaults::ADMIN_ADDRESS);
+    let runtime = raw.runtime.unwrap_or_default();
+    let worker_threads = match runtime.worker_threads {
+        None => defaults::WORKER_THREADS,
+        Some(n) => ctx
+            .check(
+                "runtime.worker_threads",
+                usize::try_from(n)
+                    .ok()
+                    .filter(|n| (1..=1024).contains(n))
+                    .ok_or_else(|| format!("invalid worker_threads {n} (expected 1 to 1024)")),
+            )
+            .unwrap_or(defaults::WORKER_THREADS),
+    };
+    let drain_timeout = ctx.duration_or(
+        "runtime.drain_timeout",
+        runtime.drain_timeout.as_ref(),
+        defaults::DRAIN_TIMEOUT,
+    );
+
+    let clusters = cluster::clusters(ctx, &raw.clusters);
+    let mut names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let listeners = listeners(ctx, &raw.listeners, admin_address, &names);
+    Parts {
+        admin: Admin {
+            address: admin_address,
+        },
+        runtime: Runtime {
+            worker_threads,
+            drain_timeout,
+        },
+        listeners,
+        clusters,
+    }
+}
+
+fn listeners(
+    ctx: &mut Ctx<'_>,
+    raw: &[RawListener],
+    admin: SocketAddr,
+    clusters: &[&str],
+) -> Vec<Listener> {
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    // Port 0 asks the OS for a fresh port, so two such listeners never collide.
+    let mut addresses: HashMap<SocketAddr, String> = HashMap::new();
+    if admin.port() != 0 {
+        addresses.insert(admin, "admin.address".into());
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    for (i, l) in raw.iter().enumerate() {
+        let path = format!("listeners[{i}]");
+        if let Some(first) = names.insert(l.name.as_str(), i) {
+            ctx.error(
+                &format!("{path}.name"),
+                format!(
+                    "duplicate listener name {:?} (expected unique names; first used by listeners[{first}])",
+                    l.name.as_str()
+                ),
+            );
+        }
+        let address = ctx.socket_addr(&format!("{path}.address"), &l.address);
+        if let Some(addr) = address.filter(|a| a.port() != 0) {
+            if let Some(first) = addresses.get(&addr) {
+                ctx.error(
+                    &format!("{path}.address"),
+                    format!(
+                        "duplicate address {addr} (expected unique addresses; also used by {first})"
+                    ),
+                );
+            } else {
+                addresses.insert(addr, format!("{path}.address"));
+            }
+        }
+        let limits = listener_limits(ctx, &path, l);
+        let routes = route::routes(ctx, &path, &l.routes, clusters);
+        out.push(Listener {
+            name: l.name.0.clone(),
+            address: address.unwrap_or(defaults::ADMIN_ADDRESS),
+            routes,
+            limits,
+        });
+    }
+    out
+}
+
+fn listener_limits(ctx: &mut Ctx<'_>, path: &str, l: &RawListener) -> ListenerLimits {
+    let limits = l.limits.clone().unwrap_or_default();
+    ListenerLimits {
+        max_request_headers_bytes: limits
+            .max_request_headers_bytes
+            .unwrap_or(defaults::MAX_REQUEST_HEADERS_BYTES),
+        max_request_body_bytes: limits.max_request_body_bytes,
+        model_sniff_bytes: limits
+            .model_sniff_bytes
+            .unwrap_or(defaults::MODEL_SNIFF_BYTES),
+        idle_timeout: ctx.duration_or(
+            &format!("{path}.limits.idle_timeout"),
+            limits.idle_timeout.as_ref(),
+            defaults::LISTENER_IDLE_TIMEOUT,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;
