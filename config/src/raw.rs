@@ -23,10 +23,11 @@ pub use shorthand::{HeaderValues, MatchSpec, Methods, StringMatchSpec, To, Weigh
 /// A ferry route config file.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(title = "ferry route config")]
+#[schemars(title = "ferry route config", extend("required" = ["apiVersion"]))]
 pub struct RawConfig {
     /// Format version; must be `ferry/v1`.
     #[serde(rename = "apiVersion")]
+    #[schemars(extend("enum" = ["ferry/v1"]))]
     pub api_version: Option<Text>,
     /// The admin endpoint (`/live`, `/ready`, `/config_dump`, `/metrics`).
     pub admin: Option<AdminSpec>,
@@ -43,6 +44,7 @@ pub struct RawConfig {
 /// The admin endpoint.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Admin")]
 pub struct AdminSpec {
     /// Bind address. Default `127.0.0.1:15000`.
     pub address: Option<SocketAddrText>,
@@ -51,6 +53,7 @@ pub struct AdminSpec {
 /// Process-wide runtime settings.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Runtime")]
 pub struct RuntimeSpec {
     /// Tokio worker threads, >= 1. Default 2.
     pub worker_threads: Option<i64>,
@@ -61,6 +64,7 @@ pub struct RuntimeSpec {
 /// A data-plane listener.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Listener")]
 pub struct RawListener {
     /// Unique name; used as a metric label.
     pub name: Text,
@@ -76,6 +80,7 @@ pub struct RawListener {
 /// Per-request limits of a listener.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ListenerLimits")]
 pub struct ListenerLimitsSpec {
     /// Largest request header block in bytes (over it: 431). Default 65536.
     pub max_request_headers_bytes: Option<u32>,

@@ -112,7 +112,9 @@ fn config_dump(shared: &Shared) -> Response<ProxyBody> {
 fn text(status: StatusCode, body: &'static str) -> Response<ProxyBody> {
     let mut resp = Response::new(full(body));
     *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     resp
 }

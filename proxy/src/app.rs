@@ -89,11 +89,13 @@ impl Proxy {
         let mut handles = HashMap::new();
         let listeners = shared.table.load().config.listeners.clone();
         for l in &listeners {
-            let socket = listener::bind(l.address).await.map_err(|source| StartError::Bind {
-                what: format!("listener {:?}", l.name),
-                addr: l.address,
-                source,
-            })?;
+            let socket = listener::bind(l.address)
+                .await
+                .map_err(|source| StartError::Bind {
+                    what: format!("listener {:?}", l.name),
+                    addr: l.address,
+                    source,
+                })?;
             let handle = listener::spawn(l.name.as_str().into(), l.address, socket, shared.clone())
                 .map_err(|source| StartError::Bind {
                     what: l.name.clone(),
@@ -102,18 +104,26 @@ impl Proxy {
                 })?;
             handles.insert(l.name.clone(), handle);
         }
-        let admin_socket = listener::bind(admin_cfg).await.map_err(|source| StartError::Bind {
-            what: "admin".into(),
-            addr: admin_cfg,
-            source,
-        })?;
-        let admin_addr = admin_socket.local_addr().map_err(|source| StartError::Bind {
-            what: "admin".into(),
-            addr: admin_cfg,
-            source,
-        })?;
+        let admin_socket = listener::bind(admin_cfg)
+            .await
+            .map_err(|source| StartError::Bind {
+                what: "admin".into(),
+                addr: admin_cfg,
+                source,
+            })?;
+        let admin_addr = admin_socket
+            .local_addr()
+            .map_err(|source| StartError::Bind {
+                what: "admin".into(),
+                addr: admin_cfg,
+                source,
+            })?;
         let (admin_stop, admin_stopped) = watch::channel(false);
-        let admin_task = tokio::spawn(crate::admin::serve(admin_socket, shared.clone(), admin_stopped));
+        let admin_task = tokio::spawn(crate::admin::serve(
+            admin_socket,
+            shared.clone(),
+            admin_stopped,
+        ));
         tracing::info!(address = %admin_addr, "admin listening");
         let addresses = handles
             .iter()
@@ -165,7 +175,14 @@ impl Proxy {
         if let Some(task) = &self.reload_task {
             task.abort();
         }
-        let handles: Vec<ListenerHandle> = self.inner.listeners.lock().await.drain().map(|(_, h)| h).collect();
+        let handles: Vec<ListenerHandle> = self
+            .inner
+            .listeners
+            .lock()
+            .await
+            .drain()
+            .map(|(_, h)| h)
+            .collect();
         futures_util::future::join_all(handles.into_iter().map(|h| h.drain(deadline))).await;
         let _ = self.admin_stop.send(true);
         let _ = self.admin_task.await;
@@ -190,30 +207,46 @@ impl Inner {
             if keep {
                 continue;
             }
-            let socket = listener::bind(l.address).await.map_err(|source| StartError::Bind {
-                what: format!("listener {:?}", l.name),
-                addr: l.address,
-                source,
-            })?;
+            let socket = listener::bind(l.address)
+                .await
+                .map_err(|source| StartError::Bind {
+                    what: format!("listener {:?}", l.name),
+                    addr: l.address,
+                    source,
+                })?;
             fresh.push((l.name.clone(), l.address, socket));
         }
         let table = Table::build(config, Some(&self.shared.table.load()))?;
-        let names: Vec<String> = table.config.listeners.iter().map(|l| l.name.clone()).collect();
+        let names: Vec<String> = table
+            .config
+            .listeners
+            .iter()
+            .map(|l| l.name.clone())
+            .collect();
         let drain = table.config.runtime.drain_timeout;
         self.shared.table.store(Arc::new(table));
         let mut retired = Vec::new();
         for (name, configured, socket) in fresh {
-            let handle = listener::spawn(name.as_str().into(), configured, socket, self.shared.clone())
-                .map_err(|source| StartError::Bind {
-                    what: name.clone(),
-                    addr: configured,
-                    source,
-                })?;
+            let handle = listener::spawn(
+                name.as_str().into(),
+                configured,
+                socket,
+                self.shared.clone(),
+            )
+            .map_err(|source| StartError::Bind {
+                what: name.clone(),
+                addr: configured,
+                source,
+            })?;
             if let Some(old) = listeners.insert(name, handle) {
                 retired.push(old);
             }
         }
-        let removed: Vec<String> = listeners.keys().filter(|n| !names.contains(n)).cloned().collect();
+        let removed: Vec<String> = listeners
+            .keys()
+            .filter(|n| !names.contains(n))
+            .cloned()
+            .collect();
         for name in removed {
             if let Some(old) = listeners.remove(&name) {
                 retired.push(old);
@@ -224,7 +257,10 @@ impl Inner {
             tokio::spawn(old.drain(drain));
         }
         if let Ok(mut addrs) = self.addresses.lock() {
-            *addrs = listeners.iter().map(|(n, h)| (n.clone(), h.local_addr)).collect();
+            *addrs = listeners
+                .iter()
+                .map(|(n, h)| (n.clone(), h.local_addr))
+                .collect();
         }
         drop(listeners);
         self.write_addresses()?;
@@ -239,9 +275,14 @@ impl Inner {
         let listeners: serde_json::Map<String, serde_json::Value> = self
             .addresses
             .lock()
-            .map(|a| a.iter().map(|(n, s)| (n.clone(), s.to_string().into())).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|(n, s)| (n.clone(), s.to_string().into()))
+                    .collect()
+            })
             .unwrap_or_default();
-        let json = serde_json::json!({ "admin": self.admin_addr.to_string(), "listeners": listeners });
+        let json =
+            serde_json::json!({ "admin": self.admin_addr.to_string(), "listeners": listeners });
         // Written whole then renamed, so a reader never sees half a file.
         let tmp = path.with_extension("tmp");
         let err = |source| StartError::AddressFile {

@@ -21,7 +21,9 @@ pub type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// A body with these bytes.
 pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
-    Full::new(bytes.into()).map_err(|never| match never {}).boxed_unsync()
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }
 
 /// An empty body.
@@ -152,10 +154,10 @@ impl Peeked {
 
     /// Copies up to `n` leading bytes into one contiguous buffer.
     pub fn head(&self, n: usize) -> Bytes {
-        if let Some(first) = self.chunks.front() {
-            if first.len() >= n || self.chunks.len() == 1 {
-                return first.slice(..first.len().min(n));
-            }
+        if let Some(first) = self.chunks.front()
+            && (first.len() >= n || self.chunks.len() == 1)
+        {
+            return first.slice(..first.len().min(n));
         }
         let mut out = BytesMut::with_capacity(n.min(self.len));
         for c in &self.chunks {
@@ -211,7 +213,11 @@ impl Body for Replay {
 
     fn size_hint(&self) -> SizeHint {
         let buffered: u64 = self.chunks.iter().map(|c| c.remaining() as u64).sum();
-        let mut hint = self.rest.as_ref().map(|r| r.size_hint()).unwrap_or_else(|| SizeHint::with_exact(0));
+        let mut hint = self
+            .rest
+            .as_ref()
+            .map(|r| r.size_hint())
+            .unwrap_or_else(|| SizeHint::with_exact(0));
         let lower = hint.lower().saturating_add(buffered);
         let upper = hint.upper().map(|u| u.saturating_add(buffered));
         hint.set_lower(lower);
@@ -247,13 +253,13 @@ impl Body for Limited {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &polled {
-            if let Some(data) = frame.data_ref() {
-                self.seen = self.seen.saturating_add(data.len() as u64);
-                if self.seen > self.limit {
-                    let limit = self.limit;
-                    return Poll::Ready(Some(Err(Box::new(BodyTooLarge { limit }))));
-                }
+        if let Poll::Ready(Some(Ok(frame))) = &polled
+            && let Some(data) = frame.data_ref()
+        {
+            self.seen = self.seen.saturating_add(data.len() as u64);
+            if self.seen > self.limit {
+                let limit = self.limit;
+                return Poll::Ready(Some(Err(Box::new(BodyTooLarge { limit }))));
             }
         }
         polled
@@ -268,16 +274,11 @@ impl Body for Limited {
     }
 }
 
-
 /// Keeps `gauge` incremented while the response body is alive (open streams count as active
 /// requests until their last byte or their cancellation).
 pub fn track(body: ProxyBody, gauge: prometheus_client::metrics::gauge::Gauge) -> ProxyBody {
     gauge.inc();
-    Tracked {
-        inner: body,
-        gauge,
-    }
-    .boxed_unsync()
+    Tracked { inner: body, gauge }.boxed_unsync()
 }
 
 struct Tracked {

@@ -14,7 +14,9 @@ use std::time::Instant;
 
 use ferry_config::{Action, HeaderEdits};
 use ferry_filters::model_name::{self, ModelRef};
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, HeaderValue, TRANSFER_ENCODING};
+use http::header::{
+    CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, HeaderValue, TRANSFER_ENCODING,
+};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -65,7 +67,17 @@ pub async fn handle(
     let table = shared.table.load_full();
     let mut outcome = Outcome::default();
     let result = match table.listeners.get(&*conn.listener) {
-        Some(listener) => route_and_forward(&shared.metrics, listener, &conn, req, &request_id, &mut outcome).await,
+        Some(listener) => {
+            route_and_forward(
+                &shared.metrics,
+                listener,
+                &conn,
+                req,
+                &request_id,
+                &mut outcome,
+            )
+            .await
+        }
         // The listener was removed by a reload while this connection was open.
         None => Err(Failure::Unavailable {
             cluster: String::new(),
@@ -101,7 +113,9 @@ async fn route_and_forward(
 ) -> Result<Response<ProxyBody>, Failure> {
     check_framing(req.headers())?;
     let (mut parts, incoming) = req.into_parts();
-    parts.headers.insert(X_REQUEST_ID.clone(), request_id.clone());
+    parts
+        .headers
+        .insert(X_REQUEST_ID.clone(), request_id.clone());
     let mut body: ProxyBody = incoming.map_err(Into::into).boxed_unsync();
     if let Some(limit) = listener.limits.max_request_body_bytes {
         let declared = parts
@@ -118,7 +132,8 @@ async fn route_and_forward(
     let path = parts.uri.path().to_owned();
     let mut model = model_name::from_oip_path(&path);
     if model.is_none() && listener.router.uses_model() {
-        let (found, replay) = sniff_model(&parts, body, listener.limits.model_sniff_bytes as usize).await?;
+        let (found, replay) =
+            sniff_model(&parts, body, listener.limits.model_sniff_bytes as usize).await?;
         model = found;
         body = replay;
     }
@@ -161,10 +176,12 @@ async fn route_and_forward(
     }
     headers::strip_hop_by_hop(&mut parts.headers, upgrade);
     headers::append_forwarded(&mut parts.headers, conn.peer, "http", authority.as_deref());
-    if !parts.headers.contains_key(HOST) {
-        if let Some(a) = authority.as_deref().and_then(|a| HeaderValue::from_str(a).ok()) {
-            parts.headers.insert(HOST, a);
-        }
+    if !parts.headers.contains_key(HOST)
+        && let Some(a) = authority
+            .as_deref()
+            .and_then(|a| HeaderValue::from_str(a).ok())
+    {
+        parts.headers.insert(HOST, a);
     }
 
     let attempt = attempt::Attempts {
@@ -271,12 +288,18 @@ fn edit_headers(headers: &mut HeaderMap, edits: &HeaderEdits) {
         headers.remove(name.as_str());
     }
     for (name, value) in &edits.set {
-        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
             headers.insert(n, v);
         }
     }
     for (name, value) in &edits.add {
-        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
             headers.append(n, v);
         }
     }

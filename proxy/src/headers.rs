@@ -4,8 +4,8 @@
 use std::fmt::Write;
 use std::net::SocketAddr;
 
-use http::header::{CONNECTION, HeaderName, HeaderValue, TE, TRANSFER_ENCODING, UPGRADE};
 use http::HeaderMap;
+use http::header::{CONNECTION, HeaderName, HeaderValue, TE, TRANSFER_ENCODING, UPGRADE};
 
 /// `x-request-id`.
 pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -34,7 +34,10 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
     let te_trailers = headers
         .get(TE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")));
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("trailers"))
+        });
     headers.remove(TE);
     if te_trailers {
         headers.insert(TE, HeaderValue::from_static("trailers"));
@@ -54,7 +57,12 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
 }
 
 /// Appends the client address to `x-forwarded-for` and a `forwarded` element (RFC 7239).
-pub fn append_forwarded(headers: &mut HeaderMap, client: SocketAddr, proto: &str, host: Option<&str>) {
+pub fn append_forwarded(
+    headers: &mut HeaderMap,
+    client: SocketAddr,
+    proto: &str,
+    host: Option<&str>,
+) {
     let ip = client.ip().to_string();
     let xff = match headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
         Some(existing) => format!("{existing}, {ip}"),
@@ -68,10 +76,12 @@ pub fn append_forwarded(headers: &mut HeaderMap, client: SocketAddr, proto: &str
         SocketAddr::V6(a) => format!("for=\"[{}]\"", a.ip()),
     };
     let _ = write!(element, ";proto={proto}");
-    if let Some(host) = host {
-        if host.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b';' && b != b',') {
-            let _ = write!(element, ";host=\"{host}\"");
-        }
+    if let Some(host) = host
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b';' && b != b',')
+    {
+        let _ = write!(element, ";host=\"{host}\"");
     }
     if let Ok(v) = HeaderValue::from_str(&element) {
         headers.append(FORWARDED.clone(), v);
@@ -109,7 +119,10 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
             .get_all(CONNECTION)
             .iter()
             .filter_map(|v| v.to_str().ok())
-            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade")))
+            .any(|v| {
+                v.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+            })
 }
 
 #[cfg(test)]
@@ -136,7 +149,12 @@ mod tests {
     fn forwarded_headers_append() {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
-        append_forwarded(&mut h, "127.0.0.1:5000".parse().unwrap(), "http", Some("m.svc"));
+        append_forwarded(
+            &mut h,
+            "127.0.0.1:5000".parse().unwrap(),
+            "http",
+            Some("m.svc"),
+        );
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 127.0.0.1");
         assert_eq!(h["forwarded"], "for=127.0.0.1;proto=http;host=\"m.svc\"");
     }

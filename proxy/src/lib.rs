@@ -7,6 +7,7 @@ pub mod admin;
 pub mod app;
 pub mod body;
 pub mod cluster;
+pub mod demo;
 pub mod failure;
 pub mod forward;
 pub mod headers;

@@ -118,16 +118,56 @@ impl Metrics {
             reload_failures: Counter::default(),
             registry: Registry::default(),
         };
-        registry.register("ferry_requests", "Requests answered, by listener, route, cluster, model and status", m.requests.clone());
-        registry.register("ferry_request_duration_seconds", "Time from request received to response headers sent", m.request_duration.clone());
-        registry.register("ferry_upstream_duration_seconds", "Time from request sent upstream to response headers received", m.upstream_duration.clone());
-        registry.register("ferry_upstream_connect_errors", "Failed connection attempts to upstream endpoints", m.connect_errors.clone());
-        registry.register("ferry_endpoint_ejections", "Endpoints ejected by outlier detection", m.ejections.clone());
-        registry.register("ferry_retries", "Retried upstream attempts", m.retries.clone());
-        registry.register("ferry_active_connections", "Open downstream connections", m.active_connections.clone());
-        registry.register("ferry_active_requests", "Requests and streams in flight", m.active_requests.clone());
-        registry.register("ferry_config_reloads", "Successful configuration reloads", m.reloads.clone());
-        registry.register("ferry_config_reload_failures", "Rejected configuration reloads (the old config kept serving)", m.reload_failures.clone());
+        registry.register(
+            "ferry_requests",
+            "Requests answered, by listener, route, cluster, model and status",
+            m.requests.clone(),
+        );
+        registry.register(
+            "ferry_request_duration_seconds",
+            "Time from request received to response headers sent",
+            m.request_duration.clone(),
+        );
+        registry.register(
+            "ferry_upstream_duration_seconds",
+            "Time from request sent upstream to response headers received",
+            m.upstream_duration.clone(),
+        );
+        registry.register(
+            "ferry_upstream_connect_errors",
+            "Failed connection attempts to upstream endpoints",
+            m.connect_errors.clone(),
+        );
+        registry.register(
+            "ferry_endpoint_ejections",
+            "Endpoints ejected by outlier detection",
+            m.ejections.clone(),
+        );
+        registry.register(
+            "ferry_retries",
+            "Retried upstream attempts",
+            m.retries.clone(),
+        );
+        registry.register(
+            "ferry_active_connections",
+            "Open downstream connections",
+            m.active_connections.clone(),
+        );
+        registry.register(
+            "ferry_active_requests",
+            "Requests and streams in flight",
+            m.active_requests.clone(),
+        );
+        registry.register(
+            "ferry_config_reloads",
+            "Successful configuration reloads",
+            m.reloads.clone(),
+        );
+        registry.register(
+            "ferry_config_reload_failures",
+            "Rejected configuration reloads (the old config kept serving)",
+            m.reload_failures.clone(),
+        );
         Self { registry, ..m }
     }
 

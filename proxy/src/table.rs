@@ -109,10 +109,13 @@ impl RouteEntry {
         let mut total = 0u64;
         if let Action::Forward(list) = &r.action {
             for t in list {
-                let cluster = clusters.get(&t.cluster).cloned().ok_or_else(|| UnknownCluster {
-                    route: r.name.clone(),
-                    cluster: t.cluster.clone(),
-                })?;
+                let cluster = clusters
+                    .get(&t.cluster)
+                    .cloned()
+                    .ok_or_else(|| UnknownCluster {
+                        route: r.name.clone(),
+                        cluster: t.cluster.clone(),
+                    })?;
                 total += u64::from(t.weight.get());
                 targets.push((total, cluster));
             }

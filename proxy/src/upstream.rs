@@ -110,7 +110,8 @@ impl UpstreamClient {
             .path_and_query()
             .map(|pq| pq.as_str().to_owned())
             .unwrap_or_else(|| "/".to_owned());
-        let authority = Authority::try_from(addr.to_string().as_str()).map_err(http::Error::from)?;
+        let authority =
+            Authority::try_from(addr.to_string().as_str()).map_err(http::Error::from)?;
         *req.uri_mut() = Uri::builder()
             .scheme(Scheme::HTTP)
             .authority(authority)

@@ -9,6 +9,7 @@ use super::scalars::{DurationText, HostPortText, SocketAddrText, Text};
 /// `original_authority`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Cluster")]
 pub struct RawCluster {
     /// Unique name; routes refer to it.
     pub name: Text,
@@ -33,6 +34,7 @@ pub struct RawCluster {
 /// DNS-discovered endpoints.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Dns")]
 pub struct DnsSpec {
     /// `host:port` names; every A/AAAA record is an endpoint.
     pub names: Vec<HostPortText>,
@@ -43,6 +45,7 @@ pub struct DnsSpec {
 /// The request's authority is the destination.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "OriginalAuthority")]
 pub struct OriginalAuthoritySpec {
     /// Port used when the authority has none. Default 80.
     pub default_port: Option<u16>,
@@ -51,6 +54,7 @@ pub struct OriginalAuthoritySpec {
 /// Upstream protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(rename = "Protocol")]
 pub enum RawProtocol {
     /// gRPC over HTTP/2, everything else HTTP/1.1.
     Auto,
@@ -63,6 +67,7 @@ pub enum RawProtocol {
 /// Load-balancing policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(rename = "Lb")]
 pub enum RawLb {
     /// Round robin over healthy endpoints.
     RoundRobin,
@@ -73,6 +78,7 @@ pub enum RawLb {
 /// Passive outlier detection.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Outlier")]
 pub struct OutlierSpec {
     /// `false` turns outlier detection off. Default true.
     pub enabled: Option<bool>,

@@ -9,6 +9,7 @@ use super::shorthand::{HeaderValues, Methods, StringMatchSpec, To};
 /// A route: a match and what to do with matching requests.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Route")]
 pub struct RawRoute {
     /// Unique within the listener; used as a metric label.
     pub name: Text,
@@ -34,6 +35,7 @@ pub struct RawRoute {
 /// Route conditions; all present conditions must hold.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "RouteMatch")]
 pub struct RouteMatchSpec {
     /// The request authority (Host), case-insensitive.
     pub authority: Option<StringMatchSpec>,
@@ -51,6 +53,7 @@ pub struct RouteMatchSpec {
 /// `{exact|prefix|regex|template: ...}`: exactly one.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "PathMatch")]
 pub struct PathMatchSpec {
     /// Equal to this path.
     pub exact: Option<Text>,
@@ -66,6 +69,7 @@ pub struct PathMatchSpec {
 /// `present: true`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "HeaderMatch")]
 pub struct HeaderMatchSpec {
     /// Header name.
     pub name: HeaderNameText,
@@ -84,6 +88,7 @@ pub struct HeaderMatchSpec {
 /// Conditions on the addressed model.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ModelMatch")]
 pub struct ModelMatchSpec {
     /// Model name.
     pub name: StringMatchSpec,
@@ -94,6 +99,7 @@ pub struct ModelMatchSpec {
 /// A response ferry writes itself.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "DirectResponse")]
 pub struct DirectResponseSpec {
     /// HTTP status, 100..=599.
     pub status: i64,
@@ -106,6 +112,7 @@ pub struct DirectResponseSpec {
 /// Header edits.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "HeaderEdits")]
 pub struct HeaderEditsSpec {
     /// Headers to set, replacing existing values.
     pub set: Option<HeaderValues>,
@@ -119,6 +126,7 @@ pub struct HeaderEditsSpec {
 /// A path prefix rewrite.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "PrefixRewrite")]
 pub struct PrefixRewriteSpec {
     /// Prefix to replace; starts with `/`.
     pub from: Text,
@@ -129,6 +137,7 @@ pub struct PrefixRewriteSpec {
 /// When and how often to retry.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Retry")]
 pub struct RetrySpec {
     /// Total attempts including the first, 1..=10. Default 2.
     pub attempts: Option<i64>,
@@ -147,6 +156,7 @@ pub struct RetrySpec {
 /// A retry trigger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(rename = "RetryOn")]
 pub enum RetryOnSpec {
     /// The connection to the endpoint failed (the request was never sent).
     ConnectFailure,

@@ -55,6 +55,10 @@ macro_rules! text_type {
             fn schema_name() -> Cow<'static, str> {
                 stringify!($name).into()
             }
+            fn inline_schema() -> bool {
+                // Plain text needs no named definition; the others carry patterns worth sharing.
+                stringify!($name) == "Text"
+            }
             fn json_schema(_: &mut SchemaGenerator) -> Schema {
                 json_schema!($schema)
             }

@@ -26,6 +26,7 @@ pub enum StringMatchSpec {
 /// `{exact|prefix|regex: ...}`: exactly one must be given.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "MatchSpec")]
 pub struct MatchSpec {
     /// Equal to this text.
     pub exact: Option<Text>,

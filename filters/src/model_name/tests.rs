@@ -9,7 +9,10 @@ fn model(name: &str, version: Option<&str>) -> Option<ModelRef> {
 
 #[test]
 fn oip_paths() {
-    assert_eq!(from_oip_path("/v2/models/resnet/infer"), model("resnet", None));
+    assert_eq!(
+        from_oip_path("/v2/models/resnet/infer"),
+        model("resnet", None)
+    );
     assert_eq!(
         from_oip_path("/v2/models/resnet/versions/2/infer"),
         model("resnet", Some("2"))

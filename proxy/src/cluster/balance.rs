@@ -23,9 +23,7 @@ pub(super) fn pick(
         return None;
     }
     let now = Instant::now();
-    let usable = |e: &Endpoint| {
-        Some(e.addr) != avoid && (outlier.is_none() || !e.is_ejected(now))
-    };
+    let usable = |e: &Endpoint| Some(e.addr) != avoid && (outlier.is_none() || !e.is_ejected(now));
     let healthy = endpoints.iter().filter(|e| usable(e)).count();
     if healthy == 0 {
         // Panic mode: ignore ejections (but still prefer not to reuse `avoid`).
@@ -56,7 +54,11 @@ pub(super) fn pick(
             }
             let ea = nth_usable(endpoints, a, &usable)?;
             let eb = nth_usable(endpoints, b, &usable)?;
-            if ea.cost(now) <= eb.cost(now) { Some(ea) } else { Some(eb) }
+            if ea.cost(now) <= eb.cost(now) {
+                Some(ea)
+            } else {
+                Some(eb)
+            }
         }
     }
 }
@@ -94,12 +96,22 @@ mod tests {
         let e = eps(3);
         let next = AtomicUsize::new(0);
         let picks: Vec<u16> = (0..6)
-            .map(|_| pick(LbPolicy::RoundRobin, &e, &next, None, None).unwrap().addr.port())
+            .map(|_| {
+                pick(LbPolicy::RoundRobin, &e, &next, None, None)
+                    .unwrap()
+                    .addr
+                    .port()
+            })
             .collect();
         assert_eq!(picks, vec![1000, 1001, 1002, 1000, 1001, 1002]);
         let avoid = Some(e[0].addr);
         for _ in 0..10 {
-            assert_ne!(pick(LbPolicy::RoundRobin, &e, &next, avoid, None).unwrap().addr, e[0].addr);
+            assert_ne!(
+                pick(LbPolicy::RoundRobin, &e, &next, avoid, None)
+                    .unwrap()
+                    .addr,
+                e[0].addr
+            );
         }
     }
 
@@ -110,7 +122,10 @@ mod tests {
         e[1].observe_latency(Duration::from_micros(100));
         let next = AtomicUsize::new(0);
         for _ in 0..20 {
-            assert_eq!(pick(LbPolicy::P2cEwma, &e, &next, None, None).unwrap().addr, e[1].addr);
+            assert_eq!(
+                pick(LbPolicy::P2cEwma, &e, &next, None, None).unwrap().addr,
+                e[1].addr
+            );
         }
     }
 
@@ -130,7 +145,13 @@ mod tests {
             let p = pick(LbPolicy::RoundRobin, &e, &next, None, Some(&outlier)).unwrap();
             assert_eq!(p.addr, e[1].addr);
         }
-        assert!(!may_eject(&e[..1], &OutlierDetection { max_ejection_percent: 50, ..outlier.clone() }));
+        assert!(!may_eject(
+            &e[..1],
+            &OutlierDetection {
+                max_ejection_percent: 50,
+                ..outlier.clone()
+            }
+        ));
         e[1].failure(&outlier, true);
         e[1].failure(&outlier, true);
         assert!(pick(LbPolicy::RoundRobin, &e, &next, None, Some(&outlier)).is_some());

@@ -62,9 +62,15 @@ pub(super) async fn refresh_dns(
 }
 
 /// Resolves `host[:port]` (the request's authority) to one address.
-pub(super) async fn resolve_authority(authority: &str, default_port: u16) -> io::Result<SocketAddr> {
+pub(super) async fn resolve_authority(
+    authority: &str,
+    default_port: u16,
+) -> io::Result<SocketAddr> {
     if authority.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "request has no authority"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "request has no authority",
+        ));
     }
     if let Ok(addr) = authority.parse::<SocketAddr>() {
         return Ok(addr);

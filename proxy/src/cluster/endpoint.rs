@@ -67,7 +67,11 @@ impl Endpoint {
     /// The load estimate P2C compares: latency × (in-flight + 1), as in peak-EWMA.
     pub fn cost(&self, now: Instant) -> f64 {
         let pending = self.in_flight.load(Ordering::Relaxed) as f64 + 1.0;
-        let ewma = self.state.lock().map(|s| decayed(&s, now)).unwrap_or(f64::MAX);
+        let ewma = self
+            .state
+            .lock()
+            .map(|s| decayed(&s, now))
+            .unwrap_or(f64::MAX);
         ewma * pending
     }
 
@@ -117,7 +121,10 @@ impl Endpoint {
         }
         // Each re-ejection doubles the time out, as Envoy's base_ejection_time does.
         let factor = 1u32.checked_shl(s.ejections.min(16)).unwrap_or(u32::MAX);
-        let length = outlier.base_ejection.saturating_mul(factor).min(outlier.max_ejection);
+        let length = outlier
+            .base_ejection
+            .saturating_mul(factor)
+            .min(outlier.max_ejection);
         s.ejected_until = Some(now + length);
         s.ejections = s.ejections.saturating_add(1);
         self.consecutive_failures.store(0, Ordering::Relaxed);

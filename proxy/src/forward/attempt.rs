@@ -79,7 +79,12 @@ impl Attempts<'_> {
         body: ProxyBody,
         forwarded: &mut Option<Forwarded>,
     ) -> Result<Response<Incoming>, Failure> {
-        let policy = self.route.config.retry.as_ref().filter(|p| p.attempts > 1 && !self.upgrade);
+        let policy = self
+            .route
+            .config
+            .retry
+            .as_ref()
+            .filter(|p| p.attempts > 1 && !self.upgrade);
         if let Some(budget) = &self.route.budget {
             budget.deposit();
         }
@@ -95,13 +100,19 @@ impl Attempts<'_> {
             },
         };
         let replayable = policy.is_some() && peeked.is_complete();
-        let max_attempts = if replayable { policy.map_or(1, |p| p.attempts) } else { 1 };
+        let max_attempts = if replayable {
+            policy.map_or(1, |p| p.attempts)
+        } else {
+            1
+        };
         let mut avoid = None;
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             let req = rebuild(&parts, peeked.replay());
-            let result = self.try_once(cluster, req, avoid, policy, forwarded, attempt).await;
+            let result = self
+                .try_once(cluster, req, avoid, policy, forwarded, attempt)
+                .await;
             match result {
                 Ok(resp) => return Ok(resp),
                 Err(TryError::Failure(f)) => return Err(f),
@@ -217,11 +228,19 @@ impl Attempts<'_> {
                     reason: error_chain(&e),
                 }))
             }
-            Err(e @ SendError::Uri(_)) => Err(TryError::Failure(Failure::BadGateway(e.to_string()))),
+            Err(e @ SendError::Uri(_)) => {
+                Err(TryError::Failure(Failure::BadGateway(e.to_string())))
+            }
         }
     }
 
-    fn forwarded(&self, cluster: &Cluster, endpoint: SocketAddr, sent: Instant, attempts: u32) -> Forwarded {
+    fn forwarded(
+        &self,
+        cluster: &Cluster,
+        endpoint: SocketAddr,
+        sent: Instant,
+        attempts: u32,
+    ) -> Forwarded {
         Forwarded {
             cluster: cluster.name.clone(),
             endpoint,

@@ -6,15 +6,18 @@ use ferry_config::{PathMatch, RouteMatch, StringMatch, TemplateSegment};
 
 use super::RequestView;
 
+/// Route indices by key.
+type Buckets = HashMap<Box<str>, Vec<usize>>;
+
 /// Buckets of route indices, each in ascending (file) order. Every route is in exactly one
 /// bucket, so the first match is the minimum over buckets of each bucket's first match.
 #[derive(Debug, Default)]
 pub(super) struct Index {
-    exact_path: HashMap<Box<str>, Vec<usize>>,
-    model_name: HashMap<Box<str>, Vec<usize>>,
+    exact_path: Buckets,
+    model_name: Buckets,
     /// Prefix buckets grouped by prefix length, shortest first. The number of distinct
     /// lengths is bounded by the longest prefix, not by the number of routes.
-    prefixes: Vec<(usize, HashMap<Box<str>, Vec<usize>>)>,
+    prefixes: Vec<(usize, Buckets)>,
     always: Vec<usize>,
 }
 
@@ -30,7 +33,7 @@ enum Key {
 impl Index {
     pub(super) fn build<'a>(routes: impl Iterator<Item = &'a RouteMatch>) -> Self {
         let mut index = Index::default();
-        let mut by_len: HashMap<usize, HashMap<Box<str>, Vec<usize>>> = HashMap::new();
+        let mut by_len: HashMap<usize, Buckets> = HashMap::new();
         for (i, m) in routes.enumerate() {
             match key_of(m) {
                 Key::ExactPath(p) => index.exact_path.entry(p.into()).or_default().push(i),
@@ -70,10 +73,10 @@ impl Index {
         if let Some(bucket) = self.exact_path.get(req.path) {
             consider(bucket);
         }
-        if let Some(model) = req.model {
-            if let Some(bucket) = self.model_name.get(model.name.as_str()) {
-                consider(bucket);
-            }
+        if let Some(model) = req.model
+            && let Some(bucket) = self.model_name.get(model.name.as_str())
+        {
+            consider(bucket);
         }
         for (len, bucket) in &self.prefixes {
             let Some(head) = req.path.get(..*len) else {
@@ -96,10 +99,10 @@ fn key_of(m: &RouteMatch) -> Key {
     if let Some(PathMatch::Exact(p)) = &m.path {
         return Key::ExactPath(p.clone());
     }
-    if let Some(model) = &m.model {
-        if let StringMatch::Exact(name) = &model.name {
-            return Key::Model(name.clone());
-        }
+    if let Some(model) = &m.model
+        && let StringMatch::Exact(name) = &model.name
+    {
+        return Key::Model(name.clone());
     }
     match &m.path {
         Some(PathMatch::Prefix(p)) if !p.is_empty() => Key::Prefix(p.clone()),
@@ -115,7 +118,10 @@ fn key_of(m: &RouteMatch) -> Key {
                 }
             }
             // A fully literal template's last segment has no trailing slash.
-            if t.segments.iter().all(|s| matches!(s, TemplateSegment::Literal(_))) {
+            if t.segments
+                .iter()
+                .all(|s| matches!(s, TemplateSegment::Literal(_)))
+            {
                 prefix.pop();
             }
             Key::Prefix(prefix)

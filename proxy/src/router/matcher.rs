@@ -1,6 +1,8 @@
 //! Evaluates one route's conditions against a request.
 
-use ferry_config::{HeaderMatch, ModelMatch, PathMatch, PathTemplate, RouteMatch, StringMatch, TemplateSegment};
+use ferry_config::{
+    HeaderMatch, ModelMatch, PathMatch, PathTemplate, RouteMatch, StringMatch, TemplateSegment,
+};
 
 use super::RequestView;
 
@@ -9,10 +11,10 @@ pub(super) fn matches(m: &RouteMatch, req: &RequestView<'_>) -> bool {
     if !m.methods.is_empty() && !m.methods.iter().any(|x| x == req.method.as_str()) {
         return false;
     }
-    if let Some(path) = &m.path {
-        if !path_matches(path, req.path) {
-            return false;
-        }
+    if let Some(path) = &m.path
+        && !path_matches(path, req.path)
+    {
+        return false;
     }
     if let Some(authority) = &m.authority {
         match req.authority {
@@ -23,10 +25,10 @@ pub(super) fn matches(m: &RouteMatch, req: &RequestView<'_>) -> bool {
     if !m.headers.iter().all(|h| header_matches(h, req)) {
         return false;
     }
-    if let Some(model) = &m.model {
-        if !model_matches(model, req) {
-            return false;
-        }
+    if let Some(model) = &m.model
+        && !model_matches(model, req)
+    {
+        return false;
     }
     true
 }

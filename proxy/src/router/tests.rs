@@ -15,11 +15,7 @@ fn prefix(p: &str) -> RouteMatch {
     }
 }
 
-fn view<'a>(
-    path: &'a str,
-    headers: &'a HeaderMap,
-    model: Option<&'a ModelRef>,
-) -> RequestView<'a> {
+fn view<'a>(path: &'a str, headers: &'a HeaderMap, model: Option<&'a ModelRef>) -> RequestView<'a> {
     RequestView {
         method: &Method::POST,
         authority: Some("Models.svc:8000"),
@@ -92,10 +88,19 @@ fn first_match_in_file_order_across_buckets() {
         version: Some("1".into()),
     };
     let path = "/v2/models/resnet/infer";
-    assert_eq!(router.route(&view(path, &canary, Some(&v2))), Some(&"canary"));
-    assert_eq!(router.route(&view(path, &none, Some(&v2))), Some(&"resnet-v2"));
+    assert_eq!(
+        router.route(&view(path, &canary, Some(&v2))),
+        Some(&"canary")
+    );
+    assert_eq!(
+        router.route(&view(path, &none, Some(&v2))),
+        Some(&"resnet-v2")
+    );
     assert_eq!(router.route(&view(path, &none, Some(&v1))), Some(&"oip"));
-    assert_eq!(router.route(&view("/v2/models/resnet", &none, None)), Some(&"v2"));
+    assert_eq!(
+        router.route(&view("/v2/models/resnet", &none, None)),
+        Some(&"v2")
+    );
     assert_eq!(router.route(&view("/other", &none, None)), Some(&"by-host"));
 }
 
@@ -114,7 +119,10 @@ fn no_match_and_regex() {
         (prefix("/v1/"), 2),
     ]);
     let none = HeaderMap::new();
-    assert_eq!(router.route(&view("/predictions/abc", &none, None)), Some(&1));
+    assert_eq!(
+        router.route(&view("/predictions/abc", &none, None)),
+        Some(&1)
+    );
     assert_eq!(router.route(&view("/predictions/ABC", &none, None)), None);
     assert_eq!(router.route(&view("/v1/x", &none, None)), Some(&2));
     assert_eq!(router.route(&view("/v", &none, None)), None);
@@ -132,5 +140,8 @@ fn ten_thousand_routes_pick_the_right_one() {
         router.route(&view("/v2/models/model-9999/infer", &none, None)),
         Some(&9999)
     );
-    assert_eq!(router.route(&view("/v2/models/model-5/infer", &none, None)), Some(&5));
+    assert_eq!(
+        router.route(&view("/v2/models/model-5/infer", &none, None)),
+        Some(&5)
+    );
 }
