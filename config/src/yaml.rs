@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use saphyr::{LoadableYamlNode, MarkedYaml, Marker, Scalar, YamlData};
+use saphyr_parser::Event;
 use serde_json::{Map, Number, Value};
 
 /// A 1-based position in the file.
@@ -66,10 +67,10 @@ pub(crate) fn parent(path: &str) -> Option<&str> {
     if path.is_empty() {
         return None;
     }
-    if path.ends_with(']') {
-        if let Some(i) = path.rfind('[') {
-            return Some(&path[..i]);
-        }
+    if path.ends_with(']')
+        && let Some(i) = path.rfind('[')
+    {
+        return Some(&path[..i]);
     }
     Some(path.rfind('.').map_or("", |i| &path[..i]))
 }
@@ -90,8 +91,13 @@ pub(crate) struct SyntaxError {
     pub(crate) message: String,
 }
 
+/// Deepest nesting of lists and mappings accepted. The real format needs about 8 levels; the
+/// cap keeps every later recursive step (tree building, serde, drop) far from the stack limit.
+const MAX_DEPTH: usize = 64;
+
 /// Parses `text` as a single YAML document.
 pub(crate) fn load(text: &str) -> Result<(Value, PosIndex), SyntaxError> {
+    check_depth(text)?;
     let docs = MarkedYaml::load_from_str(text).map_err(|e| SyntaxError {
         pos: Pos::from_marker(e.marker()),
         message: format!("invalid YAML: {}", e.info()),
@@ -109,6 +115,32 @@ pub(crate) fn load(text: &str) -> Result<(Value, PosIndex), SyntaxError> {
     }
     let value = convert(&first, String::new(), &mut index)?;
     Ok((value, index))
+}
+
+/// Streams the parser's events (no tree, no recursion) to reject absurd nesting before the
+/// recursive tree builder sees it: saphyr bounds flow nesting but not block nesting.
+fn check_depth(text: &str) -> Result<(), SyntaxError> {
+    let mut depth = 0usize;
+    for event in saphyr_parser::Parser::new_from_str(text) {
+        match event {
+            Ok((Event::SequenceStart(..) | Event::MappingStart(..), span)) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(SyntaxError {
+                        pos: Pos::from_marker(&span.start),
+                        message: format!(
+                            "nesting deeper than {MAX_DEPTH} levels (expected a ferry config)"
+                        ),
+                    });
+                }
+            }
+            Ok((Event::SequenceEnd | Event::MappingEnd, _)) => depth = depth.saturating_sub(1),
+            Ok(_) => {}
+            // The loader reports syntax errors with the same position and message.
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
 }
 
 fn convert(

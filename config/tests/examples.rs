@@ -1,6 +1,11 @@
 //! Every shipped example parses; the built-in configs match their files; the effective config
 //! is itself a valid config with the same meaning.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test by panicking, like the #[test] functions that call them"
+)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
