@@ -1,1 +1,6 @@
-//! ferry-filters: tower layers usable on their own, like tower-http.
+//! ferry-filters: request-level building blocks usable on their own, like tower-http.
+//!
+//! Nothing here knows about listeners, sockets or the config file: each module takes its own
+//! small settings type, and the proxy wires config into them.
+
+pub mod model_name;

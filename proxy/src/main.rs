@@ -1,5 +1,173 @@
-//! The `ferry` command.
+//! The `ferry` command: a thin CLI over the `ferry_proxy` library.
 
-fn main() -> anyhow::Result<()> {
-    Ok(())
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use ferry_proxy::app::{Proxy, StartOptions};
+
+/// ferry: a lightweight L7 sidecar proxy for model-serving traffic.
+#[derive(Debug, Parser)]
+#[command(name = "ferry", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the proxy.
+    Run(RunArgs),
+    /// Check config files; prints every error as file:line:col and exits 64 if any.
+    Validate {
+        /// Config files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Print the JSON Schema of the config file.
+    Schema,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Route config file (YAML). Without it (and without --listen/--upstream) the built-in
+    /// default runs: inbound 0.0.0.0:15006 → 127.0.0.1:8080, outbound 127.0.0.1:15001.
+    #[arg(long, short = 'c', conflicts_with_all = ["listen", "upstream"])]
+    config: Option<PathBuf>,
+    /// One-route sidecar without a file: listen here...
+    #[arg(long, requires = "upstream")]
+    listen: Option<SocketAddr>,
+    /// ...and forward everything there.
+    #[arg(long, requires = "listen")]
+    upstream: Option<SocketAddr>,
+    /// Admin address for --listen/--upstream mode (default 127.0.0.1:15000).
+    #[arg(long, requires = "listen")]
+    admin: Option<SocketAddr>,
+    /// Write the bound addresses here as JSON once listening (useful with port 0).
+    #[arg(long)]
+    bound_addresses_file: Option<PathBuf>,
+    /// Worker threads (overrides the config's runtime.worker_threads).
+    #[arg(long)]
+    worker_threads: Option<usize>,
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Validate { files } => Ok(validate(&files)),
+        Command::Schema => schema(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("ferry: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .init();
+}
+
+fn validate(files: &[PathBuf]) -> ExitCode {
+    let mut failed = false;
+    for file in files {
+        match ferry_config::load(file) {
+            Ok(config) => println!("{}: ok (version {})", file.display(), config.version),
+            Err(errors) => {
+                failed = true;
+                eprintln!("{errors}");
+            }
+        }
+    }
+    // 64 = EX_USAGE: the input was wrong, not ferry.
+    if failed {
+        ExitCode::from(64)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn schema() -> anyhow::Result<ExitCode> {
+    let text = serde_json::to_string_pretty(&ferry_config::json_schema())?;
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let config = match (&args.config, args.listen, args.upstream) {
+        (Some(path), _, _) => match ferry_config::load(path) {
+            Ok(c) => c,
+            Err(errors) => {
+                eprintln!("{errors}");
+                return Ok(ExitCode::from(64));
+            }
+        },
+        (None, Some(listen), Some(upstream)) => {
+            ferry_config::one_route_config(listen, upstream, args.admin)
+        }
+        _ => ferry_config::default_config(),
+    };
+    let workers = args
+        .worker_threads
+        .unwrap_or(config.runtime.worker_threads)
+        .max(1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let opts = StartOptions {
+        access_log: None,
+        config_path: args.config.clone(),
+        bound_addresses_file: args.bound_addresses_file.clone(),
+    };
+    runtime.block_on(async move {
+        let drain = config.runtime.drain_timeout;
+        let proxy = Proxy::start(config, opts).await?;
+        wait_for_shutdown().await;
+        tracing::info!(deadline = ?drain, "shutting down: draining");
+        proxy.shutdown(drain).await;
+        tracing::info!("stopped");
+        Ok::<_, anyhow::Error>(())
+    })?;
+    // The runtime may still hold idle pooled connections; don't wait for them.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_shutdown() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

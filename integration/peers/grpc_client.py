@@ -1,0 +1,71 @@
+"""A real grpcio client for ferry's end-to-end tests.
+
+Compiles the test proto with grpcio-tools at run time, calls ferry.test.v1.Echo through the
+given target, and prints one JSON object with what came back. Exits non-zero on any RPC error
+so the calling Rust test fails with grpcio's own message.
+"""
+
+import argparse
+import importlib
+import json
+import sys
+import tempfile
+
+import grpc
+from grpc_tools import protoc
+
+
+def compile_protos(proto_dir, out_dir):
+    rc = protoc.main([
+        "grpc_tools.protoc",
+        f"-I{proto_dir}",
+        f"--python_out={out_dir}",
+        f"--grpc_python_out={out_dir}",
+        f"{proto_dir}/echo.proto",
+    ])
+    if rc != 0:
+        raise SystemExit(f"protoc failed with {rc}")
+    sys.path.insert(0, out_dir)
+    return importlib.import_module("echo_pb2"), importlib.import_module("echo_pb2_grpc")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--proto-dir", required=True)
+    parser.add_argument("--message", default="hello from grpcio")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=10.0)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as out_dir:
+        pb2, pb2_grpc = compile_protos(args.proto_dir, out_dir)
+        with grpc.insecure_channel(args.target) as channel:
+            stub = pb2_grpc.EchoStub(channel)
+            reply, call = stub.Unary.with_call(
+                pb2.EchoRequest(message=args.message),
+                timeout=args.timeout,
+                metadata=[("x-request-id", "grpcio-test-1")],
+            )
+            streamed = [
+                r.message
+                for r in stub.ServerStream(
+                    pb2.EchoRequest(message=args.message, repeat=args.repeat),
+                    timeout=args.timeout,
+                )
+            ]
+            result = {
+                "grpcio": grpc.__version__,
+                "unary": {
+                    "message": reply.message,
+                    "instance": reply.instance,
+                    "code": call.code().name,
+                    "initial_metadata": {k: v for k, v in call.initial_metadata()},
+                },
+                "server_stream": streamed,
+            }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+//! Where things are: the workspace root, the cargo target dir, the peers dir, and the one-time
+//! build of the real `ferry` binary.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use tokio::sync::OnceCell;
+
+/// The cargo workspace root (the parent of this crate).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// The cargo target dir: `$CARGO_TARGET_DIR` if the test run set one, else `<root>/target`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                root().join(dir)
+            }
+        }
+        _ => root().join("target"),
+    }
+}
+
+/// Where the test set-up installs third-party peers (`<root>/target/peers`).
+pub fn peers_dir() -> PathBuf {
+    root().join("target").join("peers")
+}
+
+/// This crate's own directory (protos, peer scripts).
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+static FERRY_BIN: OnceCell<PathBuf> = OnceCell::const_new();
+
+/// Builds `ferry` once per test process (`cargo build -p ferry-proxy --bin ferry`) and returns
+/// the binary's path. Every test calls this; only the first one pays for the build.
+pub async fn ferry_bin() -> anyhow::Result<PathBuf> {
+    FERRY_BIN
+        .get_or_try_init(|| async {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let out = tokio::process::Command::new(&cargo)
+                .args(["build", "--quiet", "-p", "ferry-proxy", "--bin", "ferry"])
+                .current_dir(root())
+                .env("CARGO_TARGET_DIR", target_dir())
+                .kill_on_drop(true)
+                .output()
+                .await
+                .with_context(|| format!("running {cargo:?} build -p ferry-proxy"))?;
+            if !out.status.success() {
+                bail!(
+                    "building ferry failed ({}):\n{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let bin = target_dir().join("debug").join("ferry");
+            if !tokio::fs::metadata(&bin).await.is_ok_and(|m| m.is_file()) {
+                bail!(
+                    "cargo built ferry-proxy but {} does not exist",
+                    bin.display()
+                );
+            }
+            Ok(bin)
+        })
+        .await
+        .cloned()
+}

@@ -1,0 +1,127 @@
+//! Clusters at run time: their endpoints (static, DNS-refreshed or the request's own
+//! authority), load balancing, passive outlier detection and the upstream client pools.
+//!
+//! A cluster whose config did not change survives a reload as the same object, so its pooled
+//! connections, EWMA latencies and ejections carry over.
+
+mod balance;
+mod discovery;
+mod endpoint;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use arc_swap::ArcSwap;
+use ferry_config::{Cluster as ClusterConfig, Endpoints};
+use tokio::task::JoinHandle;
+
+pub use self::balance::may_eject;
+pub use self::endpoint::Endpoint;
+use crate::upstream::UpstreamClient;
+
+/// A cluster at run time.
+#[derive(Debug)]
+pub struct Cluster {
+    /// Name (metric label).
+    pub name: Arc<str>,
+    /// The config it was built from; compared on reload to decide whether to keep it.
+    pub config: ClusterConfig,
+    endpoints: Arc<ArcSwap<Vec<Arc<Endpoint>>>>,
+    next: AtomicUsize,
+    /// Pooled upstream connections.
+    pub client: UpstreamClient,
+    refresh: Option<JoinHandle<()>>,
+}
+
+/// Why no endpoint could be picked.
+#[derive(Debug, thiserror::Error)]
+pub enum PickError {
+    /// The cluster has no endpoints (e.g. DNS returned none yet).
+    #[error("no endpoints")]
+    NoEndpoints,
+    /// The request's authority could not be turned into an address.
+    #[error("cannot resolve destination {0:?}: {1}")]
+    Resolve(String, String),
+}
+
+// === impl Cluster ===
+
+impl Cluster {
+    /// Builds a cluster; DNS clusters start a refresh task (needs a tokio runtime).
+    pub fn new(config: ClusterConfig) -> Self {
+        let initial: Vec<Arc<Endpoint>> = match &config.endpoints {
+            Endpoints::Static(addrs) => addrs.iter().map(|a| Arc::new(Endpoint::new(*a))).collect(),
+            Endpoints::Dns { .. } | Endpoints::OriginalAuthority { .. } => Vec::new(),
+        };
+        let endpoints = Arc::new(ArcSwap::from_pointee(initial));
+        let refresh = match &config.endpoints {
+            Endpoints::Dns { names, refresh } => Some(tokio::spawn(discovery::refresh_dns(
+                config.name.clone(),
+                names.clone(),
+                *refresh,
+                Arc::downgrade(&endpoints),
+            ))),
+            _ => None,
+        };
+        let client = UpstreamClient::new(&config);
+        Self {
+            name: config.name.as_str().into(),
+            config,
+            endpoints,
+            next: AtomicUsize::new(0),
+            client,
+            refresh,
+        }
+    }
+
+    /// Whether a reload with `other` can keep this object.
+    pub fn same_config(&self, other: &ClusterConfig) -> bool {
+        let a = &self.config;
+        a.name == other.name
+            && a.endpoints == other.endpoints
+            && a.protocol == other.protocol
+            && a.lb == other.lb
+            && a.connect_timeout == other.connect_timeout
+            && a.idle_timeout == other.idle_timeout
+            && a.outlier == other.outlier
+    }
+
+    /// Picks an endpoint for one attempt, avoiding `avoid` (the one that just failed) when
+    /// another is available. `authority` is the request's, for original-authority clusters.
+    pub async fn pick(
+        &self,
+        authority: Option<&str>,
+        avoid: Option<SocketAddr>,
+    ) -> Result<Arc<Endpoint>, PickError> {
+        if let Endpoints::OriginalAuthority { default_port } = &self.config.endpoints {
+            let authority = authority.unwrap_or_default();
+            let addr = discovery::resolve_authority(authority, *default_port)
+                .await
+                .map_err(|e| PickError::Resolve(authority.to_owned(), e.to_string()))?;
+            return Ok(Arc::new(Endpoint::new(addr)));
+        }
+        let endpoints = self.endpoints.load();
+        balance::pick(
+            self.config.lb,
+            &endpoints,
+            &self.next,
+            avoid,
+            self.config.outlier.as_ref(),
+        )
+        .ok_or(PickError::NoEndpoints)
+    }
+
+    /// Current endpoints (for the admin endpoint and tests).
+    pub fn endpoints(&self) -> Arc<Vec<Arc<Endpoint>>> {
+        self.endpoints.load_full()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(task) = self.refresh.take() {
+            task.abort();
+        }
+    }
+}

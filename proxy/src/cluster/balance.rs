@@ -1,0 +1,159 @@
+//! Endpoint selection: round robin or power of two choices over peak-EWMA cost, skipping
+//! ejected endpoints. When every endpoint is ejected, all are used again (Envoy's "panic
+//! mode"): better a possibly-bad endpoint than a certain 503.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use ferry_config::{LbPolicy, OutlierDetection};
+use rand::Rng;
+
+use super::Endpoint;
+
+pub(super) fn pick(
+    policy: LbPolicy,
+    endpoints: &[Arc<Endpoint>],
+    next: &AtomicUsize,
+    avoid: Option<SocketAddr>,
+    outlier: Option<&OutlierDetection>,
+) -> Option<Arc<Endpoint>> {
+    if endpoints.is_empty() {
+        return None;
+    }
+    let now = Instant::now();
+    let usable = |e: &Endpoint| Some(e.addr) != avoid && (outlier.is_none() || !e.is_ejected(now));
+    let healthy = endpoints.iter().filter(|e| usable(e)).count();
+    if healthy == 0 {
+        // Panic mode: ignore ejections (but still prefer not to reuse `avoid`).
+        let n = next.fetch_add(1, Ordering::Relaxed);
+        let fallback = endpoints
+            .iter()
+            .cycle()
+            .skip(n % endpoints.len())
+            .take(endpoints.len())
+            .find(|e| Some(e.addr) != avoid)
+            .or_else(|| endpoints.get(n % endpoints.len()));
+        return fallback.cloned();
+    }
+    match policy {
+        LbPolicy::RoundRobin => {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            nth_usable(endpoints, n % healthy, &usable)
+        }
+        LbPolicy::P2cEwma => {
+            if healthy == 1 {
+                return nth_usable(endpoints, 0, &usable);
+            }
+            let mut rng = rand::rng();
+            let a = rng.random_range(0..healthy);
+            let mut b = rng.random_range(0..healthy - 1);
+            if b >= a {
+                b += 1;
+            }
+            let ea = nth_usable(endpoints, a, &usable)?;
+            let eb = nth_usable(endpoints, b, &usable)?;
+            if ea.cost(now) <= eb.cost(now) {
+                Some(ea)
+            } else {
+                Some(eb)
+            }
+        }
+    }
+}
+
+fn nth_usable(
+    endpoints: &[Arc<Endpoint>],
+    n: usize,
+    usable: &impl Fn(&Endpoint) -> bool,
+) -> Option<Arc<Endpoint>> {
+    endpoints.iter().filter(|e| usable(e)).nth(n).cloned()
+}
+
+/// Whether one more endpoint may be ejected without passing `max_ejection_percent`.
+pub fn may_eject(endpoints: &[Arc<Endpoint>], outlier: &OutlierDetection) -> bool {
+    let now = Instant::now();
+    let ejected = endpoints.iter().filter(|e| e.is_ejected(now)).count();
+    let total = endpoints.len().max(1);
+    (ejected + 1) * 100 <= total * usize::from(outlier.max_ejection_percent)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn eps(n: u16) -> Vec<Arc<Endpoint>> {
+        (0..n)
+            .map(|i| Arc::new(Endpoint::new(SocketAddr::from(([127, 0, 0, 1], 1000 + i)))))
+            .collect()
+    }
+
+    #[test]
+    fn round_robin_cycles_and_avoids() {
+        let e = eps(3);
+        let next = AtomicUsize::new(0);
+        let picks: Vec<u16> = (0..6)
+            .map(|_| {
+                pick(LbPolicy::RoundRobin, &e, &next, None, None)
+                    .unwrap()
+                    .addr
+                    .port()
+            })
+            .collect();
+        assert_eq!(picks, vec![1000, 1001, 1002, 1000, 1001, 1002]);
+        let avoid = Some(e[0].addr);
+        for _ in 0..10 {
+            assert_ne!(
+                pick(LbPolicy::RoundRobin, &e, &next, avoid, None)
+                    .unwrap()
+                    .addr,
+                e[0].addr
+            );
+        }
+    }
+
+    #[test]
+    fn p2c_prefers_the_faster_endpoint() {
+        let e = eps(2);
+        e[0].observe_latency(Duration::from_millis(50));
+        e[1].observe_latency(Duration::from_micros(100));
+        let next = AtomicUsize::new(0);
+        for _ in 0..20 {
+            assert_eq!(
+                pick(LbPolicy::P2cEwma, &e, &next, None, None).unwrap().addr,
+                e[1].addr
+            );
+        }
+    }
+
+    #[test]
+    fn ejected_endpoints_are_skipped_until_all_are() {
+        let e = eps(2);
+        let outlier = OutlierDetection {
+            consecutive_failures: 2,
+            base_ejection: Duration::from_secs(30),
+            max_ejection: Duration::from_secs(300),
+            max_ejection_percent: 100,
+        };
+        assert!(!e[0].failure(&outlier, true));
+        assert!(e[0].failure(&outlier, true));
+        let next = AtomicUsize::new(0);
+        for _ in 0..10 {
+            let p = pick(LbPolicy::RoundRobin, &e, &next, None, Some(&outlier)).unwrap();
+            assert_eq!(p.addr, e[1].addr);
+        }
+        assert!(!may_eject(
+            &e[..1],
+            &OutlierDetection {
+                max_ejection_percent: 50,
+                ..outlier.clone()
+            }
+        ));
+        e[1].failure(&outlier, true);
+        e[1].failure(&outlier, true);
+        assert!(pick(LbPolicy::RoundRobin, &e, &next, None, Some(&outlier)).is_some());
+    }
+}

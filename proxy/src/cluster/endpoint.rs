@@ -1,0 +1,146 @@
+//! One upstream endpoint: its load (in-flight requests, peak-EWMA latency) and outlier state.
+
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use ferry_config::OutlierDetection;
+
+/// Decay time constant of the latency estimate (linkerd2-proxy uses 10s as well).
+const EWMA_DECAY: Duration = Duration::from_secs(10);
+/// Latency assumed for an endpoint nothing is known about yet: low enough to try it.
+const DEFAULT_RTT: Duration = Duration::from_millis(1);
+
+/// An upstream endpoint and what we have learned about it.
+#[derive(Debug)]
+pub struct Endpoint {
+    /// Socket address.
+    pub addr: SocketAddr,
+    in_flight: AtomicUsize,
+    consecutive_failures: AtomicU32,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    ewma_ns: f64,
+    updated: Instant,
+    ejected_until: Option<Instant>,
+    ejections: u32,
+}
+
+/// Decrements the in-flight count when the attempt is over (however it ends).
+#[derive(Debug)]
+pub struct InFlight<'a>(&'a Endpoint);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+// === impl Endpoint ===
+
+impl Endpoint {
+    /// A fresh endpoint.
+    pub fn new(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            in_flight: AtomicUsize::new(0),
+            consecutive_failures: AtomicU32::new(0),
+            state: Mutex::new(State {
+                ewma_ns: DEFAULT_RTT.as_nanos() as f64,
+                updated: Instant::now(),
+                ejected_until: None,
+                ejections: 0,
+            }),
+        }
+    }
+
+    /// Counts a request in flight until the guard drops.
+    pub fn start(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(self)
+    }
+
+    /// The load estimate P2C compares: latency × (in-flight + 1), as in peak-EWMA.
+    pub fn cost(&self, now: Instant) -> f64 {
+        let pending = self.in_flight.load(Ordering::Relaxed) as f64 + 1.0;
+        let ewma = self
+            .state
+            .lock()
+            .map(|s| decayed(&s, now))
+            .unwrap_or(f64::MAX);
+        ewma * pending
+    }
+
+    /// Records a response latency: peaks are taken at once, improvements decay in.
+    pub fn observe_latency(&self, rtt: Duration) {
+        let now = Instant::now();
+        if let Ok(mut s) = self.state.lock() {
+            let rtt = rtt.as_nanos() as f64;
+            let current = decayed(&s, now);
+            s.ewma_ns = if rtt > current {
+                rtt
+            } else {
+                let elapsed = now.saturating_duration_since(s.updated).as_secs_f64();
+                let w = (-elapsed / EWMA_DECAY.as_secs_f64()).exp();
+                current * w + rtt * (1.0 - w)
+            };
+            s.updated = now;
+        }
+    }
+
+    /// Whether the endpoint is currently ejected.
+    pub fn is_ejected(&self, now: Instant) -> bool {
+        self.state
+            .lock()
+            .map(|s| s.ejected_until.is_some_and(|t| t > now))
+            .unwrap_or(false)
+    }
+
+    /// Records a success: resets the failure streak.
+    pub fn success(&self) {
+        self.consecutive_failures.store(0, Ordering::Relaxed);
+    }
+
+    /// Records a failure (connect error or 5xx). Returns true when this failure ejected the
+    /// endpoint. `may_eject` says whether the cluster's ejection cap allows one more.
+    pub fn failure(&self, outlier: &OutlierDetection, may_eject: bool) -> bool {
+        let streak = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if streak < outlier.consecutive_failures || !may_eject {
+            return false;
+        }
+        let now = Instant::now();
+        let Ok(mut s) = self.state.lock() else {
+            return false;
+        };
+        if s.ejected_until.is_some_and(|t| t > now) {
+            return false;
+        }
+        // Each re-ejection doubles the time out, as Envoy's base_ejection_time does.
+        let factor = 1u32.checked_shl(s.ejections.min(16)).unwrap_or(u32::MAX);
+        let length = outlier
+            .base_ejection
+            .saturating_mul(factor)
+            .min(outlier.max_ejection);
+        s.ejected_until = Some(now + length);
+        s.ejections = s.ejections.saturating_add(1);
+        self.consecutive_failures.store(0, Ordering::Relaxed);
+        true
+    }
+
+    /// Current in-flight requests.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+}
+
+fn decayed(s: &State, now: Instant) -> f64 {
+    // With no new samples the estimate drifts back toward the optimistic default so an
+    // endpoint that was slow once is tried again.
+    let elapsed = now.saturating_duration_since(s.updated).as_secs_f64();
+    let w = (-elapsed / EWMA_DECAY.as_secs_f64()).exp();
+    s.ewma_ns * w + DEFAULT_RTT.as_nanos() as f64 * (1.0 - w)
+}

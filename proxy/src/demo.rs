@@ -1,0 +1,157 @@
+//! `ferry demo`: a built-in Open Inference Protocol model server behind an in-process ferry,
+//! a few REST and gRPC requests through it, and a report of what ferry did with each (route,
+//! model, endpoint, status, time in ferry vs upstream). With `--serve` it stays up and prints
+//! curl and grpcurl lines to try by hand until Ctrl-C. Everything runs as tasks in this
+//! process, so stopping it leaves nothing behind.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::access_log::AccessRecord;
+use crate::app::{Proxy, StartOptions};
+
+pub mod client;
+pub mod grpc_frame;
+pub mod inference;
+pub mod model_server;
+mod report;
+pub mod sidecar;
+mod try_it;
+
+/// How long the demo waits for ferry's access records after the last response.
+const RECORD_PATIENCE: Duration = Duration::from_secs(5);
+/// Drain deadline when the demo stops ferry.
+const DRAIN: Duration = Duration::from_secs(2);
+/// Inbound address with `--serve` when none is given: the default sidecar port.
+const SERVE_INBOUND: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+    15006,
+);
+const ANY_LOOPBACK: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+    0,
+);
+
+/// `ferry demo` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoArgs {
+    /// Keep running after the scripted requests, print curl/grpcurl lines to try, and log
+    /// every request until Ctrl-C.
+    #[arg(long)]
+    pub serve: bool,
+    /// ferry's inbound listener [default: 127.0.0.1:0, or 127.0.0.1:15006 with --serve].
+    #[arg(long, value_name = "ADDR")]
+    pub inbound: Option<SocketAddr>,
+    /// ferry's admin endpoint.
+    #[arg(long, value_name = "ADDR", default_value_t = ANY_LOOPBACK)]
+    pub admin: SocketAddr,
+    /// The built-in model server.
+    #[arg(long, value_name = "ADDR", default_value_t = ANY_LOOPBACK)]
+    pub model_server: SocketAddr,
+}
+
+/// Runs the demo; an error means it could not start or ferry did not answer as expected.
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let model_listener = TcpListener::bind(args.model_server)
+        .await
+        .with_context(|| format!("binding the demo model server on {}", args.model_server))?;
+    let model_addr = model_listener.local_addr()?;
+    let (stop_model, model_stopped) = oneshot::channel::<()>();
+    let model_task = tokio::spawn(model_server::serve(model_listener, async {
+        let _ = model_stopped.await;
+    }));
+
+    let default_inbound = if args.serve { SERVE_INBOUND } else { ANY_LOOPBACK };
+    let config = sidecar::config(sidecar::Addresses {
+        inbound: args.inbound.unwrap_or(default_inbound),
+        admin: args.admin,
+        model_server: model_addr,
+    });
+    let (records_tx, records) = mpsc::channel::<AccessRecord>(64);
+    let options = StartOptions {
+        access_log: Some(records_tx),
+        ..Default::default()
+    };
+    let outcome = match Proxy::start(config, options).await {
+        Ok(proxy) => {
+            let outcome = drive(&proxy, model_addr, records, args.serve).await;
+            proxy.shutdown(DRAIN).await;
+            outcome
+        }
+        Err(error) => Err(anyhow::Error::new(error).context("starting ferry")),
+    };
+    let _ = stop_model.send(());
+    let _ = model_task.await;
+    outcome
+}
+
+/// Sends the scripted requests and reports; then, with `serve`, waits for Ctrl-C.
+async fn drive(
+    proxy: &Proxy,
+    model_addr: SocketAddr,
+    mut records: mpsc::Receiver<AccessRecord>,
+    serve: bool,
+) -> anyhow::Result<()> {
+    let inbound = proxy
+        .listener_addr(sidecar::INBOUND)
+        .context("the default config has no inbound listener")?;
+    println!("ferry demo");
+    println!("  model server (OIP REST + gRPC)  {model_addr}   models: add_sub, echo");
+    println!(
+        "  ferry inbound listener          {inbound}   route to cluster '{}' -> {model_addr}",
+        sidecar::LOCAL_CLUSTER
+    );
+    println!("  ferry admin                     {}", proxy.admin_addr());
+    println!();
+
+    // With --serve, listen for Ctrl-C before anything is printed that invites pressing it.
+    let mut interrupt = if serve {
+        Some(try_it::Interrupt::listen()?)
+    } else {
+        None
+    };
+    let exchanges = client::run_script(inbound)
+        .await
+        .context("sending the demo requests through ferry")?;
+    let collected = collect_records(&mut records, exchanges.len()).await;
+    let paired = report::pair(&exchanges, collected);
+    for (i, (exchange, record)) in exchanges.iter().zip(&paired).enumerate() {
+        println!("{}", report::exchange(i + 1, exchange, record.as_ref()));
+    }
+    let unexpected: Vec<&str> = exchanges
+        .iter()
+        .filter(|e| !e.as_expected())
+        .map(|e| e.label)
+        .collect();
+    if !unexpected.is_empty() {
+        anyhow::bail!("unexpected answers for: {}", unexpected.join(", "));
+    }
+    println!("all {} requests answered as expected", exchanges.len());
+
+    if let Some(interrupt) = interrupt.as_mut() {
+        try_it::print(inbound, proxy.admin_addr());
+        try_it::log_until_interrupted(&mut records, interrupt).await;
+    }
+    Ok(())
+}
+
+/// Receives up to `wanted` access records, giving up after [`RECORD_PATIENCE`].
+async fn collect_records(
+    records: &mut mpsc::Receiver<AccessRecord>,
+    wanted: usize,
+) -> Vec<AccessRecord> {
+    let deadline = Instant::now() + RECORD_PATIENCE;
+    let mut out = Vec::with_capacity(wanted);
+    while out.len() < wanted {
+        match tokio::time::timeout_at(deadline, records.recv()).await {
+            Ok(Some(record)) => out.push(record),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    out
+}

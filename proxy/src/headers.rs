@@ -1,0 +1,171 @@
+//! Header handling on the hop: hop-by-hop removal (RFC 9110 §7.6.1), forwarding headers and
+//! request ids.
+
+use std::fmt::Write;
+use std::net::SocketAddr;
+
+use http::HeaderMap;
+use http::header::{CONNECTION, HeaderName, HeaderValue, TE, TRANSFER_ENCODING, UPGRADE};
+
+/// `x-request-id`.
+pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+static FORWARDED: HeaderName = HeaderName::from_static("forwarded");
+static KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
+static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
+
+/// Removes hop-by-hop headers: the fixed list plus every name listed in `Connection`.
+/// `te: trailers` survives (gRPC needs it end to end). When `keep_upgrade` is set (a WebSocket
+/// handshake being forwarded), `Connection: upgrade` and `Upgrade` are kept.
+pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
+    let listed: Vec<HeaderName> = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .filter(|name| !(keep_upgrade && name == UPGRADE))
+        .collect();
+    for name in listed {
+        if name != TE {
+            headers.remove(&name);
+        }
+    }
+    let te_trailers = headers
+        .get(TE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("trailers"))
+        });
+    headers.remove(TE);
+    if te_trailers {
+        headers.insert(TE, HeaderValue::from_static("trailers"));
+    }
+    headers.remove(&KEEP_ALIVE);
+    headers.remove(&PROXY_CONNECTION);
+    headers.remove(TRANSFER_ENCODING);
+    headers.remove("proxy-authenticate");
+    headers.remove("proxy-authorization");
+    headers.remove("trailer");
+    if keep_upgrade {
+        headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
+    } else {
+        headers.remove(CONNECTION);
+        headers.remove(UPGRADE);
+    }
+}
+
+/// Appends the client address to `x-forwarded-for` and a `forwarded` element (RFC 7239).
+pub fn append_forwarded(
+    headers: &mut HeaderMap,
+    client: SocketAddr,
+    proto: &str,
+    host: Option<&str>,
+) {
+    let ip = client.ip().to_string();
+    let xff = match headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
+        Some(existing) => format!("{existing}, {ip}"),
+        None => ip,
+    };
+    if let Ok(v) = HeaderValue::from_str(&xff) {
+        headers.insert(X_FORWARDED_FOR.clone(), v);
+    }
+    let mut element = match client {
+        SocketAddr::V4(a) => format!("for={}", a.ip()),
+        SocketAddr::V6(a) => format!("for=\"[{}]\"", a.ip()),
+    };
+    let _ = write!(element, ";proto={proto}");
+    if let Some(host) = host
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b';' && b != b',')
+    {
+        let _ = write!(element, ";host=\"{host}\"");
+    }
+    if let Ok(v) = HeaderValue::from_str(&element) {
+        headers.append(FORWARDED.clone(), v);
+    }
+}
+
+/// A random request id in UUID v4 text form.
+pub fn new_request_id() -> HeaderValue {
+    let bits: u128 = rand::random();
+    let bits = (bits & !(0xf << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
+    let hex = format!("{bits:032x}");
+    let id = format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    );
+    HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+/// Whether the request is gRPC (`content-type: application/grpc[+proto|...]`).
+pub fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"))
+}
+
+/// Whether an HTTP/1.1 request asks to switch protocols (e.g. WebSocket).
+pub fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers.contains_key(UPGRADE)
+        && headers
+            .get_all(CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| {
+                v.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+            })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_by_hop_removed_te_trailers_kept() {
+        let mut h = HeaderMap::new();
+        h.insert(CONNECTION, HeaderValue::from_static("close, x-secret"));
+        h.insert("x-secret", HeaderValue::from_static("1"));
+        h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+        h.insert(TE, HeaderValue::from_static("trailers, deflate"));
+        h.insert("x-app", HeaderValue::from_static("kept"));
+        strip_hop_by_hop(&mut h, false);
+        assert!(h.get("x-secret").is_none());
+        assert!(h.get(CONNECTION).is_none());
+        assert!(h.get("keep-alive").is_none());
+        assert_eq!(h[TE], "trailers");
+        assert_eq!(h["x-app"], "kept");
+    }
+
+    #[test]
+    fn forwarded_headers_append() {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
+        append_forwarded(
+            &mut h,
+            "127.0.0.1:5000".parse().unwrap(),
+            "http",
+            Some("m.svc"),
+        );
+        assert_eq!(h["x-forwarded-for"], "10.0.0.1, 127.0.0.1");
+        assert_eq!(h["forwarded"], "for=127.0.0.1;proto=http;host=\"m.svc\"");
+    }
+
+    #[test]
+    fn request_ids_are_uuid_shaped_and_distinct() {
+        let a = new_request_id();
+        let b = new_request_id();
+        assert_ne!(a, b);
+        let s = a.to_str().unwrap();
+        assert_eq!(s.len(), 36);
+        assert_eq!(&s[14..15], "4");
+    }
+}

@@ -1,0 +1,162 @@
+//! Data-plane listeners: accept TCP connections and serve HTTP/1.1 and HTTP/2 (h2c prior
+//! knowledge, detected per connection) through [`crate::forward::handle`].
+//!
+//! Each listener owns its connections. Draining a listener stops accepting, then asks every
+//! connection to finish (HTTP/1.1: `connection: close` after the current response; HTTP/2:
+//! GOAWAY) and waits for them up to a deadline. A reload that leaves a listener unchanged
+//! never touches it, so its connections and streams are unaffected.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::forward::{self, ConnInfo};
+use crate::metrics::{ListenerLabels, Name};
+use crate::state::Shared;
+
+/// hyper refuses HTTP/1 read buffers smaller than this.
+const MIN_H1_BUF: usize = 8192;
+
+/// A running listener.
+#[derive(Debug)]
+pub struct ListenerHandle {
+    /// Listener name.
+    pub name: Arc<str>,
+    /// The configured address (compared on reload).
+    pub configured: SocketAddr,
+    /// The bound address (differs from `configured` for port 0).
+    pub local_addr: SocketAddr,
+    stop: Option<oneshot::Sender<Duration>>,
+    task: JoinHandle<()>,
+}
+
+/// Binds a listener socket.
+pub async fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    TcpListener::bind(addr).await
+}
+
+/// Starts accepting on `listener`.
+pub fn spawn(
+    name: Arc<str>,
+    configured: SocketAddr,
+    listener: TcpListener,
+    shared: Arc<Shared>,
+) -> io::Result<ListenerHandle> {
+    let local_addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel();
+    let task = tokio::spawn(accept_loop(name.clone(), listener, shared, stopped));
+    tracing::info!(listener = %name, address = %local_addr, "listening");
+    Ok(ListenerHandle {
+        name,
+        configured,
+        local_addr,
+        stop: Some(stop),
+        task,
+    })
+}
+
+// === impl ListenerHandle ===
+
+impl ListenerHandle {
+    /// Stops accepting and waits (up to `deadline`) for open connections to finish.
+    pub async fn drain(mut self, deadline: Duration) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(deadline);
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+async fn accept_loop(
+    name: Arc<str>,
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stopped: oneshot::Receiver<Duration>,
+) {
+    let graceful = GracefulShutdown::new();
+    let deadline = loop {
+        tokio::select! {
+            deadline = &mut stopped => break deadline.unwrap_or(Duration::ZERO),
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => serve(&name, stream, peer, &shared, &graceful),
+                Err(error) => {
+                    // Usually EMFILE: back off briefly instead of spinning.
+                    tracing::warn!(listener = %name, %error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    };
+    drop(listener);
+    tracing::info!(listener = %name, "draining connections");
+    tokio::select! {
+        _ = graceful.shutdown() => tracing::info!(listener = %name, "all connections closed"),
+        _ = tokio::time::sleep(deadline) => {
+            tracing::warn!(listener = %name, "drain deadline passed with connections still open");
+        }
+    }
+}
+
+fn serve(
+    name: &Arc<str>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: &Arc<Shared>,
+    graceful: &GracefulShutdown,
+) {
+    let _ = stream.set_nodelay(true);
+    let limits = shared
+        .table
+        .load()
+        .listeners
+        .get(&**name)
+        .map(|l| l.limits.clone());
+    let header_limit = limits
+        .as_ref()
+        .map_or(64 * 1024, |l| l.max_request_headers_bytes);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(30))
+        .max_buf_size((header_limit as usize).max(MIN_H1_BUF));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(header_limit)
+        .max_concurrent_streams(1024)
+        .adaptive_window(true);
+    let info = Arc::new(ConnInfo {
+        listener: name.clone(),
+        peer,
+    });
+    let svc_shared = shared.clone();
+    let service = service_fn(move |req| forward::handle(svc_shared.clone(), info.clone(), req));
+    let conn = builder
+        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+        .into_owned();
+    let conn = graceful.watch(conn);
+    let gauge = shared
+        .metrics
+        .active_connections
+        .get_or_create(&ListenerLabels {
+            listener: Name(name.clone()),
+        })
+        .clone();
+    gauge.inc();
+    tokio::spawn(async move {
+        if let Err(error) = conn.await {
+            tracing::debug!(%peer, %error, "connection ended with an error");
+        }
+        gauge.dec();
+    });
+}

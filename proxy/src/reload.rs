@@ -1,0 +1,108 @@
+//! Hot reload: watch the config file's directory (Kubernetes ConfigMap volumes swap a `..data`
+//! symlink, so the file's inode changes and watching the file itself would go deaf) and reload
+//! on SIGHUP. A file that fails validation is rejected with a log line and a metric; the old
+//! table keeps serving.
+
+use std::path::{Path, PathBuf};
+use std::sync::Weak;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use crate::app::Inner;
+
+/// Events arriving this close together are one change (editors and ConfigMap updates write
+/// several files).
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// Runs until the proxy is dropped.
+pub(crate) async fn watch(inner: Weak<Inner>, path: PathBuf) {
+    let (tx, mut rx) = mpsc::channel::<()>(1);
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let fs_tx = tx.clone();
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.is_ok() {
+            let _ = fs_tx.try_send(());
+        }
+    });
+    let _watcher = match watcher {
+        Ok(mut w) => match w.watch(&dir, RecursiveMode::NonRecursive) {
+            Ok(()) => Some(w),
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), %error, "cannot watch the config directory; SIGHUP still reloads");
+                None
+            }
+        },
+        Err(error) => {
+            tracing::warn!(%error, "no file watcher; SIGHUP still reloads");
+            None
+        }
+    };
+    spawn_sighup(tx);
+    let mut last_version = match inner.upgrade() {
+        Some(i) => i.shared.table.load().config.version.clone(),
+        None => return,
+    };
+    while rx.recv().await.is_some() {
+        tokio::time::sleep(SETTLE).await;
+        while rx.try_recv().is_ok() {}
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let load_path = path.clone();
+        let loaded = tokio::task::spawn_blocking(move || ferry_config::load(&load_path)).await;
+        let config = match loaded {
+            Ok(Ok(config)) => config,
+            Ok(Err(errors)) => {
+                inner.shared.metrics.reload_failures.inc();
+                tracing::error!(file = %path.display(), "config rejected; the previous config keeps serving:\n{errors}");
+                continue;
+            }
+            Err(error) => {
+                inner.shared.metrics.reload_failures.inc();
+                tracing::error!(%error, "config load task failed");
+                continue;
+            }
+        };
+        if config.version == last_version {
+            continue;
+        }
+        let version = config.version.clone();
+        match inner.apply(config).await {
+            Ok(()) => {
+                tracing::info!(%version, "config reloaded");
+                last_version = version;
+            }
+            Err(error) => {
+                inner.shared.metrics.reload_failures.inc();
+                tracing::error!(%error, "config reload failed; the previous config keeps serving");
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn spawn_sighup(tx: mpsc::Sender<()>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::hangup()) {
+        Ok(mut hup) => {
+            tokio::spawn(async move {
+                while hup.recv().await.is_some() {
+                    tracing::info!("SIGHUP: reloading config");
+                    if tx.send(()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        Err(error) => tracing::warn!(%error, "cannot listen for SIGHUP"),
+    }
+}
+
+#[cfg(not(unix))]
+fn spawn_sighup(_tx: mpsc::Sender<()>) {}
