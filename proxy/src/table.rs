@@ -83,8 +83,8 @@ impl Table {
             let labels = ClusterLabels {
                 cluster: Name(cluster.name.clone()),
             };
-            metrics.connect_errors.get_or_create(&labels);
-            metrics.ejections.get_or_create(&labels);
+            drop(metrics.connect_errors.get_or_create(&labels));
+            drop(metrics.ejections.get_or_create(&labels));
             clusters.insert(c.name.clone(), cluster);
         }
         let mut listeners = HashMap::new();
@@ -93,10 +93,10 @@ impl Table {
             let mut routes = Vec::with_capacity(l.routes.len());
             for r in &l.routes {
                 if r.retry.is_some() {
-                    metrics.retries.get_or_create(&RouteLabels {
+                    drop(metrics.retries.get_or_create(&RouteLabels {
                         listener: Name(name.clone()),
                         route: Name(r.name.as_str().into()),
-                    });
+                    }));
                 }
                 routes.push((r.matcher.clone(), Arc::new(RouteEntry::new(r, &clusters)?)));
             }
