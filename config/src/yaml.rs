@@ -220,13 +220,9 @@ fn key_text(key: &MarkedYaml<'_>) -> Result<String, SyntaxError> {
 /// Resolves a scalar the YAML 1.2 core schema way, except that numbers whose text would not
 /// survive a round trip (`2.10`, `007`, `0x1F`, `1e3`) stay strings: the format has no
 /// fractional numbers, and a model version or header value must keep its exact text.
-fn representation(
-    text: &Cow<'_, str>,
-    style: ScalarStyle,
-    tag: Option<&Cow<'_, Tag>>,
-) -> Option<Value> {
+fn representation(text: &str, style: ScalarStyle, tag: Option<&Cow<'_, Tag>>) -> Option<Value> {
     if tag.is_some() {
-        let node = MarkedYaml::value_from_cow_and_metadata(text.clone(), style, tag);
+        let node = MarkedYaml::value_from_cow_and_metadata(Cow::Borrowed(text), style, tag);
         return match node.data {
             YamlData::Value(s) => Some(scalar(&s)),
             _ => None,
@@ -235,8 +231,8 @@ fn representation(
     if style != ScalarStyle::Plain {
         return Some(Value::String(text.to_string()));
     }
-    Some(match Scalar::parse_from_cow(text.clone()) {
-        Scalar::Integer(i) if i.to_string() == **text => Value::Number(i.into()),
+    Some(match Scalar::parse_from_cow(Cow::Borrowed(text)) {
+        Scalar::Integer(i) if i.to_string() == text => Value::Number(i.into()),
         Scalar::Integer(_) | Scalar::FloatingPoint(_) => Value::String(text.to_string()),
         other => scalar(&other),
     })
