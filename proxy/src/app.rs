@@ -217,7 +217,11 @@ impl Inner {
                 })?;
             fresh.push((l.name.clone(), l.address, socket));
         }
-        let table = Table::build(config, Some(&self.shared.table.load()), &self.shared.metrics)?;
+        let table = Table::build(
+            config,
+            Some(&self.shared.table.load()),
+            &self.shared.metrics,
+        )?;
         let names: Vec<String> = table
             .config
             .listeners
