@@ -39,6 +39,8 @@ pub struct ConnInfo {
     pub listener: Arc<str>,
     /// Client address.
     pub peer: SocketAddr,
+    /// Framing verdicts of the connection's HTTP/1.1 request heads.
+    pub framing: Arc<crate::listener::Verdicts>,
 }
 
 /// What the access log and metrics learn while a request is handled.
@@ -111,6 +113,11 @@ async fn route_and_forward(
     request_id: &HeaderValue,
     outcome: &mut Outcome,
 ) -> Result<Response<ProxyBody>, Failure> {
+    if req.version() == http::Version::HTTP_11 || req.version() == http::Version::HTTP_10 {
+        if let Some(reason) = conn.framing.next_request() {
+            return Err(Failure::AmbiguousFraming(reason));
+        }
+    }
     check_framing(req.headers())?;
     let (mut parts, incoming) = req.into_parts();
     parts

@@ -14,4 +14,5 @@ mod reload;
 mod smuggling;
 mod streaming;
 mod support;
+mod upgrade;
 mod upstreams;
