@@ -113,10 +113,12 @@ async fn route_and_forward(
     request_id: &HeaderValue,
     outcome: &mut Outcome,
 ) -> Result<Response<ProxyBody>, Failure> {
-    if req.version() == http::Version::HTTP_11 || req.version() == http::Version::HTTP_10 {
-        if let Some(reason) = conn.framing.next_request() {
-            return Err(Failure::AmbiguousFraming(reason));
-        }
+    if matches!(
+        req.version(),
+        http::Version::HTTP_11 | http::Version::HTTP_10
+    ) && let Some(reason) = conn.framing.next_request()
+    {
+        return Err(Failure::AmbiguousFraming(reason));
     }
     check_framing(req.headers())?;
     let (mut parts, incoming) = req.into_parts();

@@ -16,30 +16,37 @@ use crate::support::{LISTENER, one_upstream, start};
 #[tokio::test]
 async fn upgraded_connection_carries_bytes_both_ways() -> anyhow::Result<()> {
     // An upstream that accepts `Upgrade: echo` and then echoes every byte back upper-cased.
-    let upstream = serve(Protocols::Http1Only, |mut req: http::Request<hyper::body::Incoming>| async move {
-        let on_upgrade = hyper::upgrade::on(&mut req);
-        tokio::spawn(async move {
-            if let Ok(upgraded) = on_upgrade.await {
-                let mut io = TokioIo::new(upgraded);
-                let mut buf = [0u8; 1024];
-                while let Ok(n) = io.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    let upper = buf[..n].to_ascii_uppercase();
-                    if io.write_all(&upper).await.is_err() {
-                        break;
+    let upstream = serve(
+        Protocols::Http1Only,
+        |mut req: http::Request<hyper::body::Incoming>| async move {
+            let on_upgrade = hyper::upgrade::on(&mut req);
+            tokio::spawn(async move {
+                if let Ok(upgraded) = on_upgrade.await {
+                    let mut io = TokioIo::new(upgraded);
+                    let mut buf = [0u8; 1024];
+                    while let Ok(n) = io.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        let upper = buf[..n].to_ascii_uppercase();
+                        if io.write_all(&upper).await.is_err() {
+                            break;
+                        }
                     }
                 }
-            }
-        });
-        let body: RespBody = Empty::<Bytes>::new().map_err(|never| match never {}).boxed_unsync();
-        let mut resp = Response::new(body);
-        *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-        resp.headers_mut().insert("connection", "upgrade".parse().unwrap());
-        resp.headers_mut().insert("upgrade", "echo".parse().unwrap());
-        resp
-    })
+            });
+            let body: RespBody = Empty::<Bytes>::new()
+                .map_err(|never| match never {})
+                .boxed_unsync();
+            let mut resp = Response::new(body);
+            *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+            resp.headers_mut()
+                .insert("connection", "upgrade".parse().unwrap());
+            resp.headers_mut()
+                .insert("upgrade", "echo".parse().unwrap());
+            resp
+        },
+    )
     .await?;
     let ferry = start(&one_upstream(upstream.addr())).await?;
     let addr = ferry.listener(LISTENER)?;
@@ -52,7 +59,11 @@ async fn upgraded_connection_carries_bytes_both_ways() -> anyhow::Result<()> {
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
         let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte)).await??;
-        anyhow::ensure!(n == 1, "connection closed before the 101: {:?}", String::from_utf8_lossy(&head));
+        anyhow::ensure!(
+            n == 1,
+            "connection closed before the 101: {:?}",
+            String::from_utf8_lossy(&head)
+        );
         head.push(byte[0]);
     }
     let head = String::from_utf8_lossy(&head).to_ascii_lowercase();

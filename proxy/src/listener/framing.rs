@@ -55,7 +55,9 @@ impl Verdicts {
         if let Ok(mut r) = self.reason.lock() {
             *r = reason;
         }
-        let _ = self.first_bad.compare_exchange(u64::MAX, ordinal, Ordering::AcqRel, Ordering::Acquire);
+        let _ =
+            self.first_bad
+                .compare_exchange(u64::MAX, ordinal, Ordering::AcqRel, Ordering::Acquire);
     }
 }
 
@@ -216,7 +218,10 @@ impl<T> FramingGuard<T> {
             }
         }
         if transfer_encoding && !content_lengths.is_empty() {
-            self.verdicts.flag(ordinal, "both Content-Length and Transfer-Encoding are present");
+            self.verdicts.flag(
+                ordinal,
+                "both Content-Length and Transfer-Encoding are present",
+            );
             return State::Off;
         }
         if content_lengths.len() > 1 {
@@ -249,18 +254,22 @@ impl<T: AsyncRead + Unpin> AsyncRead for FramingGuard<T> {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = &polled {
-            if !matches!(self.state, State::Off) {
-                let fresh = buf.filled()[before..].to_vec();
-                self.scan(&fresh);
-            }
+        if let Poll::Ready(Ok(())) = &polled
+            && !matches!(self.state, State::Off)
+        {
+            let this = self.get_mut();
+            this.scan(&buf.filled()[before..]);
         }
         polled
     }
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for FramingGuard<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
@@ -318,15 +327,25 @@ mod tests {
 
     #[test]
     fn duplicate_content_length_split_across_reads() {
-        let (v, _) = judge(&[b"POST / HTTP/1.1\r\nContent-Le", b"ngth: 5\r\ncontent-length: 5\r", b"\n\r\nhello"]);
+        let (v, _) = judge(&[
+            b"POST / HTTP/1.1\r\nContent-Le",
+            b"ngth: 5\r\ncontent-length: 5\r",
+            b"\n\r\nhello",
+        ]);
         assert_eq!(v.next_request(), Some("duplicate Content-Length"));
     }
 
     #[test]
     fn h2_and_garbage_switch_off() {
-        let (v, _) = judge(&[b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", b"Content-Length: 1\r\nContent-Length: 2\r\n\r\n"]);
+        let (v, _) = judge(&[
+            b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+            b"Content-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        ]);
         assert_eq!(v.next_request(), None);
-        let (v, _) = judge(&[b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"]);
+        let (v, _) = judge(&[
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+        ]);
         assert_eq!(v.next_request(), None);
     }
 }
