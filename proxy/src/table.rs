@@ -92,12 +92,10 @@ impl Table {
             let name: Arc<str> = l.name.as_str().into();
             let mut routes = Vec::with_capacity(l.routes.len());
             for r in &l.routes {
-                if r.retry.is_some() {
-                    drop(metrics.retries.get_or_create(&RouteLabels {
-                        listener: Name(name.clone()),
-                        route: Name(r.name.as_str().into()),
-                    }));
-                }
+                drop(metrics.retries.get_or_create(&RouteLabels {
+                    listener: Name(name.clone()),
+                    route: Name(r.name.as_str().into()),
+                }));
                 routes.push((r.matcher.clone(), Arc::new(RouteEntry::new(r, &clusters)?)));
             }
             listeners.insert(
