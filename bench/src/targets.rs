@@ -126,7 +126,12 @@ impl Target {
         let text = configs::render(self.kind, ports, workdir, routes).ok_or_else(|| {
             BenchError::Process(format!("no config for {}", self.kind.name()))
         })?;
-        let config = workdir.join(format!("{}.conf", self.kind.name()));
+        // Envoy picks its parser by extension; the others do not care.
+        let ext = match self.kind {
+            Kind::Ferry | Kind::Envoy => "yaml",
+            _ => "conf",
+        };
+        let config = workdir.join(format!("{}.{ext}", self.kind.name()));
         std::fs::write(&config, text).ctx(|| format!("writing {}", config.display()))?;
         let log = std::fs::File::create(workdir.join(format!("{}.log", self.kind.name())))
             .ctx(|| "creating the proxy log".into())?;

@@ -109,7 +109,9 @@ impl<'a> Ctx<'a> {
                 "MiB",
                 self.loaded_rss_kib as f64 / 1024.0,
             );
-            self.record("memory", "rss_peak_mib", "MiB", m.hwm_kib as f64 / 1024.0);
+            // The kernel syncs per-thread RSS counters lazily, so VmHWM can trail a sample.
+            let peak = m.hwm_kib.max(self.loaded_rss_kib);
+            self.record("memory", "rss_peak_mib", "MiB", peak as f64 / 1024.0);
         }
         running.stop().await;
         Ok(())
