@@ -28,7 +28,9 @@ fn grpc_frame() -> Vec<u8> {
 
 /// A chat request whose `model` follows a nested `messages` array with a decoy key.
 fn json_body() -> Vec<u8> {
-    let mut body = String::from(r#"{"messages":[{"role":"user","content":"say \"model\" twice","model":"decoy"}"#);
+    let mut body = String::from(
+        r#"{"messages":[{"role":"user","content":"say \"model\" twice","model":"decoy"}"#,
+    );
     for i in 0..50 {
         body.push_str(&format!(r#",{{"role":"assistant","content":"turn {i}"}}"#));
     }
@@ -53,7 +55,11 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.bench_function("oip_path", |b| {
-        b.iter(|| black_box(from_oip_path(black_box("/v2/models/resnet50/versions/2/infer"))))
+        b.iter(|| {
+            black_box(from_oip_path(black_box(
+                "/v2/models/resnet50/versions/2/infer",
+            )))
+        })
     });
     group.finish();
 }

@@ -3,9 +3,7 @@
 //! what 10 does; `linear_10k` is the naive scan for comparison.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use ferry_config::{
-    ModelMatch, PathMatch, PathTemplate, RouteMatch, StringMatch, TemplateSegment,
-};
+use ferry_config::{ModelMatch, PathMatch, PathTemplate, RouteMatch, StringMatch, TemplateSegment};
 use ferry_filters::model_name::ModelRef;
 use ferry_proxy::router::{RequestView, Router};
 use http::{HeaderMap, Method};

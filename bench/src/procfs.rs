@@ -39,7 +39,10 @@ fn children(pid: u32) -> Vec<u32> {
     for task in tasks.flatten() {
         let path = task.path().join("children");
         if let Ok(text) = fs::read_to_string(path) {
-            out.extend(text.split_whitespace().filter_map(|s| s.parse::<u32>().ok()));
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|s| s.parse::<u32>().ok()),
+            );
         }
     }
     out

@@ -92,28 +92,103 @@ pub struct Report {
 
 /// (label, scenario, metric, higher is better) for each headline row.
 const HEADLINES: &[(&str, &str, &str, bool)] = &[
-    ("HTTP/1.1 keep-alive req/s (1 core)", "h1_saturation", "rps", true),
+    (
+        "HTTP/1.1 keep-alive req/s (1 core)",
+        "h1_saturation",
+        "rps",
+        true,
+    ),
     ("h2c req/s (1 core)", "h2_saturation", "rps", true),
-    ("HTTP/1.1 CPU-s per 10k req", "h1_saturation", "cpu_s_per_10k", false),
-    ("h2c CPU-s per 10k req", "h2_saturation", "cpu_s_per_10k", false),
+    (
+        "HTTP/1.1 CPU-s per 10k req",
+        "h1_saturation",
+        "cpu_s_per_10k",
+        false,
+    ),
+    (
+        "h2c CPU-s per 10k req",
+        "h2_saturation",
+        "cpu_s_per_10k",
+        false,
+    ),
     ("gRPC unary req/s (100 streams)", "grpc_unary", "rps", true),
-    ("gRPC unary CPU-s per 10k req", "grpc_unary", "cpu_s_per_10k", false),
-    ("added p50 @1k req/s (ms)", "latency_1k", "added_p50_ms", false),
-    ("added p99 @1k req/s (ms)", "latency_1k", "added_p99_ms", false),
-    ("added p99.9 @1k req/s (ms)", "latency_1k", "added_p999_ms", false),
-    ("added p50 @5k req/s (ms)", "latency_5k", "added_p50_ms", false),
-    ("added p99 @5k req/s (ms)", "latency_5k", "added_p99_ms", false),
-    ("added p99.9 @5k req/s (ms)", "latency_5k", "added_p999_ms", false),
+    (
+        "gRPC unary CPU-s per 10k req",
+        "grpc_unary",
+        "cpu_s_per_10k",
+        false,
+    ),
+    (
+        "added p50 @1k req/s (ms)",
+        "latency_1k",
+        "added_p50_ms",
+        false,
+    ),
+    (
+        "added p99 @1k req/s (ms)",
+        "latency_1k",
+        "added_p99_ms",
+        false,
+    ),
+    (
+        "added p99.9 @1k req/s (ms)",
+        "latency_1k",
+        "added_p999_ms",
+        false,
+    ),
+    (
+        "added p50 @5k req/s (ms)",
+        "latency_5k",
+        "added_p50_ms",
+        false,
+    ),
+    (
+        "added p99 @5k req/s (ms)",
+        "latency_5k",
+        "added_p99_ms",
+        false,
+    ),
+    (
+        "added p99.9 @5k req/s (ms)",
+        "latency_5k",
+        "added_p999_ms",
+        false,
+    ),
     ("1 MiB POST req/s", "upload_1mib", "rps", true),
-    ("1 MiB POST CPU-s per 10k req", "upload_1mib", "cpu_s_per_10k", false),
-    ("SSE time to first event p50 (ms)", "sse_first_event", "ttfe_p50_ms", false),
+    (
+        "1 MiB POST CPU-s per 10k req",
+        "upload_1mib",
+        "cpu_s_per_10k",
+        false,
+    ),
+    (
+        "SSE time to first event p50 (ms)",
+        "sse_first_event",
+        "ttfe_p50_ms",
+        false,
+    ),
     ("RSS idle (MiB)", "memory", "rss_idle_mib", false),
     ("RSS loaded (MiB)", "memory", "rss_loaded_mib", false),
-    ("cold start to first 200 (ms)", "cold_start", "ready_ms", false),
+    (
+        "cold start to first 200 (ms)",
+        "cold_start",
+        "ready_ms",
+        false,
+    ),
     ("10 routes req/s", "routes_10", "rps", true),
     ("10,000 routes req/s", "routes_10000", "rps", true),
-    ("10,000 routes RSS idle (MiB)", "routes_10000", "rss_idle_mib", false),
-    ("10,000 routes cold start (ms)", "routes_10000", "ready_ms", false),
+    (
+        "10,000 routes RSS idle (MiB)",
+        "routes_10000",
+        "rss_idle_mib",
+        false,
+    ),
+    (
+        "10,000 routes cold start (ms)",
+        "routes_10000",
+        "ready_ms",
+        false,
+    ),
 ];
 
 /// Median of `values` (NaN when empty).
@@ -154,7 +229,13 @@ pub fn aggregate(samples: &[Sample]) -> Vec<Aggregate> {
     out
 }
 
-fn make(scenario: &str, metric: &str, unit: &'static str, target: Kind, values: Vec<f64>) -> Aggregate {
+fn make(
+    scenario: &str,
+    metric: &str,
+    unit: &'static str,
+    target: Kind,
+    values: Vec<f64>,
+) -> Aggregate {
     let min = values.iter().copied().fold(f64::INFINITY, f64::min);
     let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     Aggregate {
@@ -177,12 +258,17 @@ fn added_latency(aggs: &[Aggregate]) -> Vec<Aggregate> {
             let Some(direct) = find(aggs, scenario, metric, Kind::Direct) else {
                 continue;
             };
-            for a in aggs
-                .iter()
-                .filter(|a| a.scenario == scenario && a.metric == metric && a.target != Kind::Direct)
-            {
+            for a in aggs.iter().filter(|a| {
+                a.scenario == scenario && a.metric == metric && a.target != Kind::Direct
+            }) {
                 let values = a.values.iter().map(|v| v - direct.median).collect();
-                out.push(make(scenario, &format!("added_{metric}"), "ms", a.target, values));
+                out.push(make(
+                    scenario,
+                    &format!("added_{metric}"),
+                    "ms",
+                    a.target,
+                    values,
+                ));
             }
         }
     }
@@ -190,7 +276,12 @@ fn added_latency(aggs: &[Aggregate]) -> Vec<Aggregate> {
 }
 
 /// The aggregate of `target` for `scenario`/`metric`.
-pub fn find<'a>(aggs: &'a [Aggregate], scenario: &str, metric: &str, target: Kind) -> Option<&'a Aggregate> {
+pub fn find<'a>(
+    aggs: &'a [Aggregate],
+    scenario: &str,
+    metric: &str,
+    target: Kind,
+) -> Option<&'a Aggregate> {
     aggs.iter()
         .find(|a| a.scenario == scenario && a.metric == metric && a.target == target)
 }
@@ -215,6 +306,8 @@ pub fn headline(aggs: &[Aggregate]) -> Vec<Headline> {
                 let ord = a.1.total_cmp(b.1);
                 if higher_is_better { ord } else { ord.reverse() }
             })
+            // A ratio of latencies at or below the direct floor is noise, not a comparison.
+            .filter(|(_, v)| **v > 0.0 && ferry > 0.0)
             .map(|(k, v)| (*k, ferry / v));
         rows.push(Headline {
             label,

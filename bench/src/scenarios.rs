@@ -184,7 +184,12 @@ pub async fn run(plan: &Plan) -> Outcome {
 }
 
 /// Checks a scenario's error count: any failed request fails the scenario.
-pub(crate) fn check_errors(scenario: &str, target: Kind, errors: u64, first: Option<&str>) -> Result<()> {
+pub(crate) fn check_errors(
+    scenario: &str,
+    target: Kind,
+    errors: u64,
+    first: Option<&str>,
+) -> Result<()> {
     if errors == 0 {
         return Ok(());
     }

@@ -105,7 +105,12 @@ fn loopback(port: u16) -> SocketAddr {
 impl Target {
     /// Starts the target in front of `upstream` with `routes` generated routes; `workdir`
     /// receives its config and logs.
-    pub async fn start(&self, upstream: SocketAddr, workdir: &Path, routes: usize) -> Result<Running> {
+    pub async fn start(
+        &self,
+        upstream: SocketAddr,
+        workdir: &Path,
+        routes: usize,
+    ) -> Result<Running> {
         let Some(bin) = &self.bin else {
             return Ok(Running {
                 kind: self.kind,
@@ -118,14 +123,17 @@ impl Target {
         let h1 = free_port()?;
         let ports = Ports {
             h1,
-            h2: if self.kind == Kind::Nginx { free_port()? } else { h1 },
+            h2: if self.kind == Kind::Nginx {
+                free_port()?
+            } else {
+                h1
+            },
             admin: free_port()?,
             upstream: upstream.port(),
         };
         std::fs::create_dir_all(workdir).ctx(|| format!("creating {}", workdir.display()))?;
-        let text = configs::render(self.kind, ports, workdir, routes).ok_or_else(|| {
-            BenchError::Process(format!("no config for {}", self.kind.name()))
-        })?;
+        let text = configs::render(self.kind, ports, workdir, routes)
+            .ok_or_else(|| BenchError::Process(format!("no config for {}", self.kind.name())))?;
         // Envoy picks its parser by extension; the others do not care.
         let ext = match self.kind {
             Kind::Ferry | Kind::Envoy => "yaml",
@@ -138,11 +146,18 @@ impl Target {
         let mut cmd = Command::new("taskset");
         cmd.arg("-c").arg(PROXY_CORE).arg(bin);
         match self.kind {
-            Kind::Ferry => cmd.arg("run").arg("--config").arg(&config).args(["--worker-threads", "1"]),
-            Kind::Envoy => cmd
-                .arg("-c")
+            Kind::Ferry => cmd
+                .arg("run")
+                .arg("--config")
                 .arg(&config)
-                .args(["--concurrency", "1", "--disable-hot-restart", "--log-level", "warn"]),
+                .args(["--worker-threads", "1"]),
+            Kind::Envoy => cmd.arg("-c").arg(&config).args([
+                "--concurrency",
+                "1",
+                "--disable-hot-restart",
+                "--log-level",
+                "warn",
+            ]),
             Kind::Haproxy => cmd.arg("-db").arg("-f").arg(&config),
             Kind::Nginx => cmd.arg("-p").arg(workdir).arg("-c").arg(&config),
             Kind::Direct => &mut cmd,
@@ -152,9 +167,7 @@ impl Target {
             .stdout(log.try_clone().ctx(|| "cloning log handle".into())?)
             .stderr(log);
         let spawned = Instant::now();
-        let child = cmd
-            .spawn()
-            .ctx(|| format!("starting {}", bin.display()))?;
+        let child = cmd.spawn().ctx(|| format!("starting {}", bin.display()))?;
         let mut running = Running {
             kind: self.kind,
             h1: loopback(ports.h1),

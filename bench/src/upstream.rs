@@ -43,7 +43,9 @@ pub async fn serve(listener: TcpListener) {
             // 100-stream gRPC scenario plus headroom; hyper's default would also do, but say it.
             builder.http2().max_concurrent_streams(1024);
             let service = hyper::service::service_fn(handle);
-            let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
         });
     }
 }
@@ -64,10 +66,8 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
 
 fn small() -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::from_static(SMALL_BODY)).boxed());
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain"),
-    );
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     resp
 }
 

@@ -8,6 +8,11 @@ use std::time::{Duration, Instant};
 
 /// The ferry binary of this build profile, built on demand (the bench crate cannot depend on
 /// another package's binary, so cargo does not build it for us).
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helper: a failure here should fail the test loudly"
+)]
 fn ferry_binary() -> PathBuf {
     let bench = PathBuf::from(env!("CARGO_BIN_EXE_ferry-bench"));
     let ferry = bench.with_file_name("ferry");
@@ -69,21 +74,35 @@ fn smoke_mode_runs_every_scenario_against_ferry_and_direct() {
             .filter_map(|s| s["value"].as_f64())
             .collect();
         assert!(!ferry_values.is_empty(), "no ferry sample for {scenario}");
-        assert!(ferry_values.iter().all(|v| v.is_finite()), "{scenario}: {ferry_values:?}");
+        assert!(
+            ferry_values.iter().all(|v| v.is_finite()),
+            "{scenario}: {ferry_values:?}"
+        );
     }
     let direct_rps = samples
         .iter()
-        .find(|s| s["scenario"] == "h1_saturation" && s["target"] == "direct" && s["metric"] == "rps")
+        .find(|s| {
+            s["scenario"] == "h1_saturation" && s["target"] == "direct" && s["metric"] == "rps"
+        })
         .and_then(|s| s["value"].as_f64())
         .unwrap();
     assert!(direct_rps > 0.0);
     for chart in ["cpu_per_request", "added_latency", "memory", "throughput"] {
         for ext in ["svg", "png"] {
             let file = out.join(format!("{chart}.{ext}"));
-            assert!(std::fs::metadata(&file).map(|m| m.len() > 0).unwrap_or(false), "{}", file.display());
+            assert!(
+                std::fs::metadata(&file)
+                    .map(|m| m.len() > 0)
+                    .unwrap_or(false),
+                "{}",
+                file.display()
+            );
         }
     }
     let md = std::fs::read_to_string(out.join("results.md")).unwrap();
-    assert!(md.contains("| HTTP/1.1 keep-alive req/s (1 core) |"), "{md}");
+    assert!(
+        md.contains("| HTTP/1.1 keep-alive req/s (1 core) |"),
+        "{md}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

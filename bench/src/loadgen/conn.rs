@@ -66,9 +66,9 @@ impl Conn {
         let io = TokioIo::new(tcp);
         match proto {
             Proto::Http1 => {
-                let (sender, conn) = http1::handshake(io)
-                    .await
-                    .map_err(|e| BenchError::Http(format!("HTTP/1.1 handshake with {addr}: {e}")))?;
+                let (sender, conn) = http1::handshake(io).await.map_err(|e| {
+                    BenchError::Http(format!("HTTP/1.1 handshake with {addr}: {e}"))
+                })?;
                 tokio::spawn(conn);
                 Ok(Self::Http1(sender))
             }

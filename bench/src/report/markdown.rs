@@ -51,7 +51,10 @@ fn targets_in(aggs: &[Aggregate]) -> Vec<Kind> {
 
 fn headline(md: &mut String, report: &Report) {
     let targets = targets_in(&report.aggregates);
-    let _ = writeln!(md, "## Headline (ratios first; absolute medians beside them)\n");
+    let _ = writeln!(
+        md,
+        "## Headline (ratios first; absolute medians beside them)\n"
+    );
     let _ = write!(md, "| metric | ferry ÷ direct | ferry ÷ best peer |");
     for t in &targets {
         let _ = write!(md, " {} |", t.name());
@@ -63,7 +66,9 @@ fn headline(md: &mut String, report: &Report) {
     }
     md.push('\n');
     for row in &report.headline {
-        let vs_direct = row.ferry_vs_direct.map_or("–".to_owned(), |r| format!("{r:.2}×"));
+        let vs_direct = row
+            .ferry_vs_direct
+            .map_or("–".to_owned(), |r| format!("{r:.2}×"));
         let vs_best = row
             .ferry_vs_best_peer
             .map_or("–".to_owned(), |(k, r)| format!("{r:.2}× ({})", k.name()));

@@ -130,7 +130,11 @@ impl<'a> Ctx<'a> {
                 self.load(running, name, &plan, Shape::Closed).await?;
             }
             Scenario::Latency1k | Scenario::Latency5k => {
-                let rate = if scenario == Scenario::Latency1k { 1_000 } else { 5_000 };
+                let rate = if scenario == Scenario::Latency1k {
+                    1_000
+                } else {
+                    5_000
+                };
                 let mut plan = self.load_plan(running, Proto::Http1, 16, 1, get);
                 plan.duration = self.plan.sizing.fixed_rate;
                 self.load(running, name, &plan, Shape::Open(rate)).await?;
@@ -185,7 +189,11 @@ impl<'a> Ctx<'a> {
         request: RequestSpec,
     ) -> LoadPlan {
         LoadPlan {
-            addr: if proto == Proto::H2c { running.h2 } else { running.h1 },
+            addr: if proto == Proto::H2c {
+                running.h2
+            } else {
+                running.h1
+            },
             proto,
             connections,
             streams,
@@ -212,7 +220,12 @@ impl<'a> Ctx<'a> {
         self.loaded_rss_kib = self.loaded_rss_kib.max(sampler.stop().await);
         let stats = stats?;
         let cpu = running.cpu_seconds(ticks)? - cpu_before;
-        check_errors(scenario, self.kind(), stats.errors, stats.first_error.as_deref())?;
+        check_errors(
+            scenario,
+            self.kind(),
+            stats.errors,
+            stats.first_error.as_deref(),
+        )?;
         self.record(scenario, "rps", "req/s", stats.rps());
         if running.pid().is_some() && stats.ok > 0 {
             self.record(
