@@ -51,6 +51,8 @@ pub struct RouteEntry {
     pub budget: Option<TpsBudget>,
     /// The configured model name (metric label), or empty.
     pub model_label: Arc<str>,
+    /// `ferry_request_duration_seconds` of this route, registered once.
+    pub duration: prometheus_client::metrics::histogram::Histogram,
 }
 
 /// A cluster name a route refers to was missing from the table (validation should have
@@ -78,7 +80,7 @@ impl Table {
                 .and_then(|p| p.clusters.get(&c.name))
                 .filter(|old| old.same_config(c))
                 .cloned();
-            let cluster = reused.unwrap_or_else(|| Arc::new(Cluster::new(c.clone())));
+            let cluster = reused.unwrap_or_else(|| Arc::new(Cluster::new(c.clone(), metrics)));
             // Pre-register so dashboards see a 0 series before the first failure.
             let labels = ClusterLabels {
                 cluster: Name(cluster.name.clone()),
@@ -96,7 +98,17 @@ impl Table {
                     listener: Name(name.clone()),
                     route: Name(r.name.as_str().into()),
                 }));
-                routes.push((r.matcher.clone(), Arc::new(RouteEntry::new(r, &clusters)?)));
+                let duration = metrics
+                    .request_duration
+                    .get_or_create(&RouteLabels {
+                        listener: Name(name.clone()),
+                        route: Name(r.name.as_str().into()),
+                    })
+                    .clone();
+                routes.push((
+                    r.matcher.clone(),
+                    Arc::new(RouteEntry::new(r, &clusters, duration)?),
+                ));
             }
             listeners.insert(
                 l.name.clone(),
@@ -119,7 +131,11 @@ impl Table {
 // === impl RouteEntry ===
 
 impl RouteEntry {
-    fn new(r: &Route, clusters: &HashMap<String, Arc<Cluster>>) -> Result<Self, UnknownCluster> {
+    fn new(
+        r: &Route,
+        clusters: &HashMap<String, Arc<Cluster>>,
+        duration: prometheus_client::metrics::histogram::Histogram,
+    ) -> Result<Self, UnknownCluster> {
         let mut targets = Vec::new();
         let mut total = 0u64;
         if let Action::Forward(list) = &r.action {
@@ -153,6 +169,7 @@ impl RouteEntry {
             total_weight: total,
             budget,
             model_label,
+            duration,
         })
     }
 
