@@ -27,6 +27,10 @@ use crate::forward::{self, ConnInfo};
 use crate::metrics::{ListenerLabels, Name};
 use crate::state::Shared;
 
+/// HTTP/2 flow-control windows (both directions use the same sizes).
+pub(crate) const H2_STREAM_WINDOW: u32 = 1024 * 1024;
+pub(crate) const H2_CONN_WINDOW: u32 = 4 * 1024 * 1024;
+
 /// hyper refuses HTTP/1 read buffers smaller than this.
 const MIN_H1_BUF: usize = 8192;
 
@@ -138,7 +142,10 @@ fn serve(
         .timer(TokioTimer::new())
         .max_header_list_size(header_limit)
         .max_concurrent_streams(1024)
-        .adaptive_window(true);
+        // Fixed, generous windows instead of BDP probing: on loopback and pod networks the
+        // probe pings cost more CPU than they win, and tensor-sized bodies need > 64 KiB.
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONN_WINDOW);
     let verdicts = Arc::new(Verdicts::new());
     let labels = ListenerLabels {
         listener: Name(name.clone()),

@@ -77,7 +77,8 @@ impl UpstreamClient {
             .timer(TokioTimer::new())
             .http2_only(true)
             .http2_keep_alive_interval(Some(std::time::Duration::from_secs(30)))
-            .http2_adaptive_window(true);
+            .http2_initial_stream_window_size(crate::listener::H2_STREAM_WINDOW)
+            .http2_initial_connection_window_size(crate::listener::H2_CONN_WINDOW);
         Self {
             protocol: config.protocol,
             http1: http1.build(connector.clone()),
