@@ -1,0 +1,490 @@
+//! The translation step as two halves (request, then response) and as a tower layer.
+//!
+//! The proxy calls the halves around its own forwarding (retries and timeouts sit between
+//! them); any other tower stack can use [`OipTranslateLayer`].
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
+use http_body::Body;
+use http_body_util::{BodyExt, Limited};
+
+use super::endpoint::{Endpoint, Rpc};
+use super::error::{TranslateError, code, http_for_grpc};
+use super::grpc_to_rest::{self, GrpcPlan};
+use super::pb::SERVICE_PATH;
+use super::rest_to_grpc::{self, OutputPlan};
+use super::{BoxError, ChunksBody, Direction, TranslateBody, TranslateSettings};
+
+/// The binary extension's header: length of the JSON part of the body.
+pub const INFERENCE_HEADER_CONTENT_LENGTH: HeaderName =
+    HeaderName::from_static("inference-header-content-length");
+
+/// Translates requests and responses for one route.
+#[derive(Debug, Clone)]
+pub struct Translator {
+    settings: Arc<TranslateSettings>,
+}
+
+/// What the response half needs from the request half.
+#[derive(Debug)]
+pub struct Pending {
+    kind: PendingKind,
+    limit: u64,
+}
+
+#[derive(Debug)]
+enum PendingKind {
+    RestToGrpc { ep: Endpoint, plan: OutputPlan },
+    GrpcToRest(GrpcPlan),
+}
+
+// === impl Translator ===
+
+impl Translator {
+    /// A translator with these settings.
+    pub fn new(settings: TranslateSettings) -> Self {
+        Translator {
+            settings: Arc::new(settings),
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &TranslateSettings {
+        &self.settings
+    }
+
+    /// Translates a request. `Err` is the answer to send the caller instead (bad input: the
+    /// upstream is not called).
+    pub async fn request<B>(
+        &self,
+        req: Request<B>,
+    ) -> Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let limit = self.settings.max_decoded_bytes.0;
+        match self.settings.direction {
+            Direction::RestToGrpc => rest_request(req, limit).await.map_err(|e| rest_error(&e)),
+            Direction::GrpcToRest => grpc_request(req, limit, self.settings.upstream_binary)
+                .await
+                .map_err(|e| grpc_error(&e)),
+        }
+    }
+}
+
+async fn collect<B>(body: B, limit: u64) -> Result<(Bytes, Option<HeaderMap>), TranslateError>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
+    match limited.collect().await {
+        Ok(c) => {
+            let trailers = c.trailers().cloned();
+            Ok((c.to_bytes(), trailers))
+        }
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(TranslateError::TooLarge {
+            what: "body",
+            limit,
+        }),
+        Err(e) => Err(TranslateError::BadRequest(format!("reading the body: {e}"))),
+    }
+}
+
+/// Headers that describe the old body or protocol and must not cross the translation.
+fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
+    for (name, value) in from {
+        let n = name.as_str();
+        let skip = matches!(
+            n,
+            "content-length"
+                | "content-type"
+                | "content-encoding"
+                | "accept-encoding"
+                | "transfer-encoding"
+                | "te"
+                | "trailer"
+                | "connection"
+                | "keep-alive"
+                | "inference-header-content-length"
+        ) || n.starts_with("grpc-");
+        if !skip {
+            to.append(name.clone(), value.clone());
+        }
+    }
+}
+
+fn boxed(body: ChunksBody) -> TranslateBody {
+    body.map_err(|never| match never {}).boxed_unsync()
+}
+
+async fn rest_request<B>(
+    req: Request<B>,
+    limit: u64,
+) -> Result<(Request<TranslateBody>, Pending), TranslateError>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    let ep = Endpoint::from_rest(&parts.method, parts.uri.path()).ok_or_else(|| {
+        TranslateError::NoEndpoint(format!("{} {}", parts.method, parts.uri.path()))
+    })?;
+    let (bytes, _) = collect(body, limit).await?;
+    let header_len = parts
+        .headers
+        .get(&INFERENCE_HEADER_CONTENT_LENGTH)
+        .map(|v| v.to_str().unwrap_or("invalid"));
+    let (chunks, plan) = rest_to_grpc::request(&ep, bytes, header_len, limit)?;
+    let body = ChunksBody::new(chunks, None);
+    let mut out = Request::new(boxed(body));
+    *out.method_mut() = Method::POST;
+    *out.version_mut() = Version::HTTP_2;
+    let path = format!("{SERVICE_PATH}{}", ep.rpc.method_name());
+    let mut uri = parts.uri.into_parts();
+    uri.path_and_query = Some(
+        path.parse()
+            .map_err(|_| TranslateError::BadRequest("untranslatable path".into()))?,
+    );
+    *out.uri_mut() = http::Uri::from_parts(uri)
+        .map_err(|_| TranslateError::BadRequest("untranslatable URI".into()))?;
+    let headers = out.headers_mut();
+    copy_headers(&parts.headers, headers);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    headers.insert(http::header::TE, HeaderValue::from_static("trailers"));
+    *out.extensions_mut() = parts.extensions;
+    Ok((
+        out,
+        Pending {
+            kind: PendingKind::RestToGrpc { ep, plan },
+            limit,
+        },
+    ))
+}
+
+async fn grpc_request<B>(
+    req: Request<B>,
+    limit: u64,
+    upstream_binary: bool,
+) -> Result<(Request<TranslateBody>, Pending), TranslateError>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    let rpc = path
+        .strip_prefix(SERVICE_PATH)
+        .and_then(Rpc::from_method_name)
+        .ok_or_else(|| TranslateError::NoEndpoint(path.to_owned()))?;
+    let (bytes, _) = collect(body, limit).await?;
+    let message = super::grpc_frame::unframe(&bytes).map_err(TranslateError::BadRequest)?;
+    let (call, plan) = grpc_to_rest::request(rpc, message, upstream_binary)?;
+    let body = ChunksBody::new(call.body, None);
+    let len = body.len();
+    let mut out = Request::new(boxed(body));
+    *out.method_mut() = call.ep.rest_method();
+    *out.version_mut() = Version::HTTP_11;
+    let mut uri = parts.uri.into_parts();
+    uri.path_and_query = Some(
+        call.ep
+            .rest_path()
+            .parse()
+            .map_err(|_| TranslateError::BadRequest("untranslatable model name".into()))?,
+    );
+    *out.uri_mut() = http::Uri::from_parts(uri)
+        .map_err(|_| TranslateError::BadRequest("untranslatable URI".into()))?;
+    let headers = out.headers_mut();
+    copy_headers(&parts.headers, headers);
+    if call.ep.rpc == Rpc::ModelInfer {
+        // KServe treats a body without Content-Type as binary (protocol pitfall 1).
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    if let Some(n) = call.header_len {
+        headers.insert(INFERENCE_HEADER_CONTENT_LENGTH, HeaderValue::from(n));
+    }
+    *out.extensions_mut() = parts.extensions;
+    Ok((
+        out,
+        Pending {
+            kind: PendingKind::GrpcToRest(plan),
+            limit,
+        },
+    ))
+}
+
+// === impl Pending ===
+
+impl Pending {
+    /// Translates the upstream's response for the caller. Never fails: faults become an error
+    /// answer in the caller's protocol.
+    pub async fn response<B>(self, resp: Response<B>) -> Response<TranslateBody>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        match self.kind {
+            PendingKind::RestToGrpc { ep, plan } => rest_response(&ep, &plan, resp, self.limit)
+                .await
+                .unwrap_or_else(|e| rest_error(&e)),
+            PendingKind::GrpcToRest(plan) => grpc_response(&plan, resp, self.limit)
+                .await
+                .unwrap_or_else(|e| grpc_error(&e)),
+        }
+    }
+}
+
+fn grpc_status(headers: &HeaderMap) -> Option<(u32, String)> {
+    let code = headers
+        .get("grpc-status")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let message = headers
+        .get("grpc-message")
+        .map(|m| percent_decode(m.as_bytes()))
+        .unwrap_or_default();
+    Some((code, message))
+}
+
+async fn rest_response<B>(
+    ep: &Endpoint,
+    plan: &OutputPlan,
+    resp: Response<B>,
+    limit: u64,
+) -> Result<Response<TranslateBody>, TranslateError>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = resp.into_parts();
+    if parts.status != StatusCode::OK {
+        return Err(TranslateError::Upstream {
+            code: code::UNAVAILABLE,
+            http: StatusCode::BAD_GATEWAY,
+            message: format!("gRPC upstream answered HTTP {}", parts.status),
+        });
+    }
+    // Trailers-only answers carry the status in the headers.
+    if let Some((code, message)) = grpc_status(&parts.headers).filter(|(c, _)| *c != code::OK) {
+        return Err(TranslateError::Upstream {
+            code,
+            http: http_for_grpc(code),
+            message,
+        });
+    }
+    let (bytes, trailers) = collect(body, limit)
+        .await
+        .map_err(|e| TranslateError::BadUpstream(e.to_string()))?;
+    let status = trailers
+        .as_ref()
+        .and_then(grpc_status)
+        .or_else(|| grpc_status(&parts.headers))
+        .ok_or_else(|| TranslateError::BadUpstream("gRPC answer without grpc-status".into()))?;
+    if status.0 != code::OK {
+        return Err(TranslateError::Upstream {
+            code: status.0,
+            http: http_for_grpc(status.0),
+            message: status.1,
+        });
+    }
+    let message = super::grpc_frame::unframe(&bytes).map_err(TranslateError::BadUpstream)?;
+    let answer = rest_to_grpc::response(ep, message, plan)?;
+    let mut chunks = VecDeque::with_capacity(1 + answer.sections.len());
+    let json_len = answer.json.len();
+    let binary = !answer.sections.is_empty();
+    chunks.push_back(Bytes::from(answer.json));
+    chunks.extend(answer.sections);
+    let body = ChunksBody::new(chunks, None);
+    let len = body.len();
+    let mut out = Response::new(boxed(body));
+    *out.status_mut() = answer.status;
+    let headers = out.headers_mut();
+    copy_headers(&parts.headers, headers);
+    if binary {
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        headers.insert(INFERENCE_HEADER_CONTENT_LENGTH, HeaderValue::from(json_len));
+    } else {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    Ok(out)
+}
+
+async fn grpc_response<B>(
+    plan: &GrpcPlan,
+    resp: Response<B>,
+    limit: u64,
+) -> Result<Response<TranslateBody>, TranslateError>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = resp.into_parts();
+    let (bytes, _) = collect(body, limit)
+        .await
+        .map_err(|e| TranslateError::BadUpstream(e.to_string()))?;
+    let header_len = parts
+        .headers
+        .get(&INFERENCE_HEADER_CONTENT_LENGTH)
+        .map(|v| v.to_str().unwrap_or("invalid"));
+    let chunks = grpc_to_rest::response(plan, parts.status, header_len, bytes, limit)?;
+    let mut trailers = HeaderMap::new();
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    let mut out = Response::new(boxed(ChunksBody::new(chunks, Some(trailers))));
+    let headers = out.headers_mut();
+    copy_headers(&parts.headers, headers);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    Ok(out)
+}
+
+/// A REST error answer: the mapped status with `{"error": "<message>"}`.
+pub fn rest_error(e: &TranslateError) -> Response<TranslateBody> {
+    let body = serde_json::json!({ "error": e.to_string() }).to_string();
+    let len = body.len();
+    let mut resp = Response::new(boxed(ChunksBody::new(
+        VecDeque::from([Bytes::from(body)]),
+        None,
+    )));
+    *resp.status_mut() = e.http_status();
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut()
+        .insert(CONTENT_LENGTH, HeaderValue::from(len));
+    resp
+}
+
+/// A gRPC error answer: trailers-only, status and message in the headers.
+pub fn grpc_error(e: &TranslateError) -> Response<TranslateBody> {
+    let mut resp = Response::new(boxed(ChunksBody::default()));
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    headers.insert("grpc-status", HeaderValue::from(e.grpc_code()));
+    if let Ok(v) = HeaderValue::from_str(&percent_encode(&e.to_string())) {
+        headers.insert("grpc-message", v);
+    }
+    resp
+}
+
+/// gRPC's grpc-message encoding: bytes outside printable ASCII, and `%`, as `%XX`.
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if (0x20..=0x7e).contains(&b) && b != b'%' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn percent_decode(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b, hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Tower layer applying [`Translator`] around an inner service.
+#[derive(Debug, Clone)]
+pub struct OipTranslateLayer {
+    translator: Translator,
+}
+
+/// The service made by [`OipTranslateLayer`].
+#[derive(Debug, Clone)]
+pub struct OipTranslate<S> {
+    inner: S,
+    translator: Translator,
+}
+
+// === impl OipTranslateLayer ===
+
+impl OipTranslateLayer {
+    /// A layer with these settings.
+    pub fn new(settings: TranslateSettings) -> Self {
+        OipTranslateLayer {
+            translator: Translator::new(settings),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for OipTranslateLayer {
+    type Service = OipTranslate<S>;
+
+    fn layer(&self, inner: S) -> OipTranslate<S> {
+        OipTranslate {
+            inner,
+            translator: self.translator.clone(),
+        }
+    }
+}
+
+// === impl OipTranslate ===
+
+impl<S, F, E, B, RB> tower::Service<Request<B>> for OipTranslate<S>
+where
+    S: tower::Service<Request<TranslateBody>, Response = Response<RB>, Error = E, Future = F>
+        + Clone
+        + Send
+        + 'static,
+    F: Future<Output = Result<Response<RB>, E>> + Send + 'static,
+    E: Into<BoxError>,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    type Response = Response<TranslateBody>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        // The ready clone stays here for the call; the next caller polls a fresh one.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let translator = self.translator.clone();
+        Box::pin(async move {
+            let (req, pending) = match translator.request(req).await {
+                Ok(ok) => ok,
+                Err(answer) => return Ok(answer),
+            };
+            let resp = inner.call(req).await.map_err(Into::into)?;
+            Ok(pending.response(resp).await)
+        })
+    }
+}
