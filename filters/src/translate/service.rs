@@ -488,3 +488,8 @@ where
         })
     }
 }
+
+#[cfg(test)]
+pub(super) fn decode_grpc_message(bytes: &[u8]) -> String {
+    percent_decode(bytes)
+}
