@@ -175,7 +175,7 @@ fn bytes_elem(buf: &mut Vec<u8>, e: &[u8]) -> Result<(), String> {
 /// Appends a JSON array from a raw tensor.
 pub(crate) fn raw_data(buf: &mut Vec<u8>, dt: DataType, bytes: &[u8]) -> Result<(), String> {
     let size = dt.size().unwrap_or(1);
-    if dt.size().is_some() && bytes.len() % size != 0 {
+    if dt.size().is_some() && !bytes.len().is_multiple_of(size) {
         return Err(format!(
             "raw {} tensor of {} bytes",
             dt.as_str(),

@@ -10,7 +10,7 @@ use super::pb::InferTensorContents;
 /// Counts the elements of a raw tensor, checking it is well formed for `dt`.
 pub(crate) fn count(dt: DataType, raw: &[u8]) -> Result<usize, String> {
     match dt.size() {
-        Some(size) if raw.len() % size == 0 => Ok(raw.len() / size),
+        Some(size) if raw.len().is_multiple_of(size) => Ok(raw.len() / size),
         Some(size) => Err(format!(
             "{} bytes is not a whole number of {} elements ({size} bytes each)",
             raw.len(),

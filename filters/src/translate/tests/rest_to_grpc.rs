@@ -65,14 +65,12 @@ async fn data_before_datatype_is_still_typed() {
 async fn binary_sections_become_raw_input_slices_and_binary_outputs() {
     let fp16 = [0x00u8, 0x3c, 0x00, 0x40]; // 1.0, 2.0
     let strings = b"\x02\x00\x00\x00ab\x03\x00\x00\x00xyz";
-    let json = format!(
-        r#"{{"inputs":[{{"name":"h","shape":[2],"datatype":"FP16","parameters":{{"binary_data_size":4}}}},
-        {{"name":"s","shape":[2],"datatype":"BYTES","parameters":{{"binary_data_size":13}}}},
-        {{"name":"j","shape":[1],"datatype":"INT32","data":[7]}}],
-        "outputs":[{{"name":"h","parameters":{{"binary_data":true}}}},{{"name":"s","parameters":{{"binary_data":false}}}},{{"name":"j"}}],
-        "parameters":{{"binary_data_output":true}}}}"#
-    );
-    let (resp, seen) = rest_via_echo(binary_request(&json, &[&fp16, strings])).await;
+    let json = r#"{"inputs":[{"name":"h","shape":[2],"datatype":"FP16","parameters":{"binary_data_size":4}},
+        {"name":"s","shape":[2],"datatype":"BYTES","parameters":{"binary_data_size":13}},
+        {"name":"j","shape":[1],"datatype":"INT32","data":[7]}],
+        "outputs":[{"name":"h","parameters":{"binary_data":true}},{"name":"s","parameters":{"binary_data":false}},{"name":"j"}],
+        "parameters":{"binary_data_output":true}}"#;
+    let (resp, seen) = rest_via_echo(binary_request(json, &[&fp16, strings])).await;
     let seen = seen.unwrap();
     // All inputs go raw once one does; the JSON one is encoded little-endian.
     assert_eq!(seen.raw_input_contents.len(), 3);
