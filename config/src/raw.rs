@@ -1,7 +1,7 @@
 //! The file format as serde types ("raw"): names as written, values still text.
 //!
 //! `deny_unknown_fields` everywhere so a typo is an error, not a silently ignored setting.
-//! Durations, addresses and patterns stay strings here; [`crate::validate`] turns them into IR
+//! Durations, addresses and patterns stay strings here; validation turns them into IR
 //! and reports every bad one at once. The JSON Schema (`ferry schema`) is derived from these.
 
 use schemars::JsonSchema;

@@ -4,9 +4,11 @@
 //! dotted field path lets both serde errors (which only know the path) and the later semantic
 //! checks (which only know the path) point at `line:col` in the file.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-use saphyr::{LoadableYamlNode, MarkedYaml, Marker, Scalar, YamlData};
+use saphyr::{MarkedYaml, Marker, Scalar, ScalarStyle, Tag, YamlData, YamlLoader};
+use saphyr_parser::Event;
 use serde_json::{Map, Number, Value};
 
 /// A 1-based position in the file.
@@ -66,10 +68,10 @@ pub(crate) fn parent(path: &str) -> Option<&str> {
     if path.is_empty() {
         return None;
     }
-    if path.ends_with(']') {
-        if let Some(i) = path.rfind('[') {
-            return Some(&path[..i]);
-        }
+    if path.ends_with(']')
+        && let Some(i) = path.rfind('[')
+    {
+        return Some(&path[..i]);
     }
     Some(path.rfind('.').map_or("", |i| &path[..i]))
 }
@@ -90,12 +92,28 @@ pub(crate) struct SyntaxError {
     pub(crate) message: String,
 }
 
+/// Deepest nesting of lists and mappings accepted. The real format needs about 8 levels; the
+/// cap keeps every later recursive step (tree building, serde, drop) far from the stack limit.
+const MAX_DEPTH: usize = 64;
+
 /// Parses `text` as a single YAML document.
 pub(crate) fn load(text: &str) -> Result<(Value, PosIndex), SyntaxError> {
-    let docs = MarkedYaml::load_from_str(text).map_err(|e| SyntaxError {
+    check_depth(text)?;
+    let scan_error = |e: &saphyr::ScanError| SyntaxError {
         pos: Pos::from_marker(e.marker()),
         message: format!("invalid YAML: {}", e.info()),
-    })?;
+    };
+    // Scalars are resolved here rather than by saphyr so the original text of plain scalars
+    // survives: `version: 2.10` must stay "2.10", not become the float 2.1.
+    let mut loader = YamlLoader::<MarkedYaml<'_>>::default();
+    loader.early_parse(false);
+    saphyr_parser::Parser::new_from_str(text)
+        .load(&mut loader, true)
+        .map_err(|e| scan_error(&e))?;
+    if let Some(e) = loader.error() {
+        return Err(scan_error(e));
+    }
+    let docs = loader.into_documents();
     let mut index = PosIndex::default();
     let mut docs = docs.into_iter();
     let Some(first) = docs.next() else {
@@ -111,6 +129,32 @@ pub(crate) fn load(text: &str) -> Result<(Value, PosIndex), SyntaxError> {
     Ok((value, index))
 }
 
+/// Streams the parser's events (no tree, no recursion) to reject absurd nesting before the
+/// recursive tree builder sees it: saphyr bounds flow nesting but not block nesting.
+fn check_depth(text: &str) -> Result<(), SyntaxError> {
+    let mut depth = 0usize;
+    for event in saphyr_parser::Parser::new_from_str(text) {
+        match event {
+            Ok((Event::SequenceStart(..) | Event::MappingStart(..), span)) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(SyntaxError {
+                        pos: Pos::from_marker(&span.start),
+                        message: format!(
+                            "nesting deeper than {MAX_DEPTH} levels (expected a ferry config)"
+                        ),
+                    });
+                }
+            }
+            Ok((Event::SequenceEnd | Event::MappingEnd, _)) => depth = depth.saturating_sub(1),
+            Ok(_) => {}
+            // The loader reports syntax errors with the same position and message.
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
 fn convert(
     node: &MarkedYaml<'_>,
     path: String,
@@ -119,7 +163,11 @@ fn convert(
     let pos = Pos::from_marker(&node.span.start);
     let value = match &node.data {
         YamlData::Value(s) => scalar(s),
-        YamlData::Representation(text, _, _) => Value::String(text.to_string()),
+        YamlData::Representation(text, style, tag) => representation(text, *style, tag.as_ref())
+            .ok_or_else(|| SyntaxError {
+                pos,
+                message: format!("invalid value {text:?} for its tag"),
+            })?,
         YamlData::Sequence(items) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
@@ -167,6 +215,27 @@ fn key_text(key: &MarkedYaml<'_>) -> Result<String, SyntaxError> {
             message: "complex mapping key (expected a plain string key)".into(),
         }),
     }
+}
+
+/// Resolves a scalar the YAML 1.2 core schema way, except that numbers whose text would not
+/// survive a round trip (`2.10`, `007`, `0x1F`, `1e3`) stay strings: the format has no
+/// fractional numbers, and a model version or header value must keep its exact text.
+fn representation(text: &str, style: ScalarStyle, tag: Option<&Cow<'_, Tag>>) -> Option<Value> {
+    if tag.is_some() {
+        let node = MarkedYaml::value_from_cow_and_metadata(Cow::Borrowed(text), style, tag);
+        return match node.data {
+            YamlData::Value(s) => Some(scalar(&s)),
+            _ => None,
+        };
+    }
+    if style != ScalarStyle::Plain {
+        return Some(Value::String(text.to_string()));
+    }
+    Some(match Scalar::parse_from_cow(Cow::Borrowed(text)) {
+        Scalar::Integer(i) if i.to_string() == text => Value::Number(i.into()),
+        Scalar::Integer(_) | Scalar::FloatingPoint(_) => Value::String(text.to_string()),
+        other => scalar(&other),
+    })
 }
 
 fn scalar(s: &Scalar<'_>) -> Value {

@@ -1,6 +1,11 @@
 //! Every shipped example parses; the built-in configs match their files; the effective config
 //! is itself a valid config with the same meaning.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test by panicking, like the #[test] functions that call them"
+)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -202,5 +207,41 @@ fn format_duration_is_exported() {
     assert_eq!(
         ferry_config::format_duration(Duration::from_millis(500)),
         "500ms"
+    );
+}
+
+#[test]
+fn plain_scalars_keep_their_text() {
+    let text = "apiVersion: ferry/v1
+listeners:
+  - name: a
+    address: 127.0.0.1:18080
+    routes:
+      - name: r
+        match:
+          model: { name: !!str 7, version: 2.10 }
+          headers: [{ name: x-a, exact: 007, invert: True }]
+        to: up
+clusters:
+  - { name: up, endpoints: [127.0.0.1:18081] }
+";
+    let config = ferry_config::parse("scalars.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+    let m = &config.listeners[0].routes[0].matcher;
+    let model = m.model.as_ref().unwrap();
+    assert!(matches!(&model.name, StringMatch::Exact(n) if n == "7"));
+    assert!(matches!(&model.version, Some(StringMatch::Exact(v)) if v == "2.10"));
+    assert!(matches!(&m.headers[0].value, Some(StringMatch::Exact(v)) if v == "007"));
+    assert!(m.headers[0].invert);
+    assert_round_trips(&config);
+
+    let err = ferry_config::parse(
+        "w.yaml",
+        &text.replace("to: up", "to: [{ cluster: up, weight: 1.5 }]"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        err,
+        r#"w.yaml:10:37: listeners[0].routes[0].to[0].weight: invalid type: string "1.5" (expected an integer)"#
     );
 }

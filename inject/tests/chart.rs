@@ -143,7 +143,7 @@ fn non_default_values_render_valid() {
          injector:\n  replicas: 3\n  podDisruptionBudget: {enabled: true, minAvailable: 2}\n  nodeSelector: {kubernetes.io/os: linux}\n\
          sidecar:\n  resources:\n    requests: {cpu: 200m, memory: 128Mi}\n    limits: {cpu: \"1\", memory: 512Mi}\n\
          mesh:\n  trustDomain: prod.example\n  tracingEndpoint: http://otel-collector.observability:4317\n  workloadCerts: {mode: none, issuerName: x, issuerKind: Issuer}\n\
-         meshConfig:\n  namespaces: [models, llm]\n  modelPort: 8000\n  rateLimit: {enabled: true, rate: 100/s, burst: 20}\n",
+         meshConfig:\n  namespaces: [models, llm]\n  modelPort: 8000\n",
     )
     .unwrap();
     let (file, objects) = template("chart-custom", &["--values", values.to_str().unwrap()]);
@@ -224,4 +224,31 @@ fn mesh_config_matches_the_sidecar_contract() {
         address("outbound"),
         format!("127.0.0.1:{}", ports::OUTBOUND)
     );
+}
+
+/// The default mesh ConfigMap, with default and with every optional section switched on, is a
+/// valid ferry route config.
+#[test]
+fn mesh_config_parses_as_ferry_config() {
+    let variants: [(&str, &[&str]); 2] = [
+        ("chart-mesh-default", &[]),
+        (
+            "chart-mesh-full",
+            &[
+                "--set",
+                "mesh.tracingEndpoint=http://otel-collector.observability:4317",
+                "--set",
+                "meshConfig.modelPort=8000",
+            ],
+        ),
+    ];
+    for (name, extra) in variants {
+        let (_, objects) = template(name, extra);
+        for cm in find(&objects, "ConfigMap") {
+            let text = cm["data"]["config.yaml"].as_str().unwrap();
+            if let Err(errors) = ferry_config::parse("config.yaml", text) {
+                panic!("{name}: chart route config rejected:\n{errors}\n---\n{text}");
+            }
+        }
+    }
 }

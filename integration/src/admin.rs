@@ -117,6 +117,11 @@ impl Metrics {
                     .strip_prefix(name)
                     .is_some_and(|rest| rest.starts_with('_'))
         }) || self.text.contains(&format!("# TYPE {name} "))
+            // OpenMetrics names a counter family without its `_total` suffix, and a family
+            // with no label set used yet has only its HELP/TYPE lines.
+            || name
+                .strip_suffix("_total")
+                .is_some_and(|base| self.text.contains(&format!("# TYPE {base} counter")))
     }
 
     /// The value of the one sample matching, or an error naming what was there.

@@ -100,6 +100,23 @@ impl HttpClient {
         })
     }
 
+    /// `GET http://addr{path}`, returning as soon as the response headers arrive (the body
+    /// streams).
+    pub async fn get_stream(
+        &self,
+        addr: SocketAddr,
+        path: &str,
+    ) -> anyhow::Result<Response<Incoming>> {
+        self.send(request(
+            Method::GET,
+            addr,
+            path,
+            &[],
+            body_full(Bytes::new()),
+        )?)
+        .await
+    }
+
     /// `GET http://addr{path}`.
     pub async fn get(&self, addr: SocketAddr, path: &str) -> anyhow::Result<Reply> {
         self.call(request(

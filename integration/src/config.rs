@@ -90,8 +90,17 @@ fn key(k: &str) -> String {
 #[derive(Debug)]
 pub struct ConfigDir {
     dir: tempfile::TempDir,
-    configmap: bool,
+    layout: Layout,
     version: AtomicU32,
+}
+
+#[derive(Debug)]
+enum Layout {
+    Plain,
+    ConfigMap,
+    /// `ferry.yaml` is a symlink to a file in this other directory, which ferry does not
+    /// watch: only SIGHUP can make it see an update.
+    Outside(tempfile::TempDir),
 }
 
 // === impl ConfigDir ===
@@ -99,7 +108,7 @@ pub struct ConfigDir {
 impl ConfigDir {
     /// A ConfigMap-style directory holding `yaml`.
     pub async fn configmap(yaml: &str) -> anyhow::Result<ConfigDir> {
-        let cd = Self::new(true)?;
+        let cd = Self::new(Layout::ConfigMap)?;
         cd.write(yaml).await?;
         tokio::fs::symlink(Path::new("..data").join(FILE_NAME), cd.path())
             .await
@@ -109,15 +118,28 @@ impl ConfigDir {
 
     /// A plain directory holding `yaml` as a regular file.
     pub async fn plain(yaml: &str) -> anyhow::Result<ConfigDir> {
-        let cd = Self::new(false)?;
+        let cd = Self::new(Layout::Plain)?;
         cd.write(yaml).await?;
         Ok(cd)
     }
 
-    fn new(configmap: bool) -> anyhow::Result<ConfigDir> {
+    /// A directory whose `ferry.yaml` links to a file in a second directory that ferry does
+    /// not watch, so updates are invisible to the file watcher and need SIGHUP.
+    pub async fn outside_watch(yaml: &str) -> anyhow::Result<ConfigDir> {
+        let other = tempfile::Builder::new()
+            .prefix("ferry-config-real-")
+            .tempdir()?;
+        let target = other.path().join(FILE_NAME);
+        let cd = Self::new(Layout::Outside(other))?;
+        cd.write(yaml).await?;
+        tokio::fs::symlink(&target, cd.path()).await?;
+        Ok(cd)
+    }
+
+    fn new(layout: Layout) -> anyhow::Result<ConfigDir> {
         Ok(ConfigDir {
             dir: tempfile::Builder::new().prefix("ferry-config-").tempdir()?,
-            configmap,
+            layout,
             version: AtomicU32::new(0),
         })
     }
@@ -135,11 +157,15 @@ impl ConfigDir {
     /// Replaces the config atomically (see the type's docs for how).
     pub async fn write(&self, yaml: &str) -> anyhow::Result<()> {
         let n = self.version.fetch_add(1, Ordering::SeqCst) + 1;
-        let base = self.dir.path();
-        if !self.configmap {
+        let base = match &self.layout {
+            Layout::ConfigMap => self.dir.path(),
+            Layout::Plain => self.dir.path(),
+            Layout::Outside(other) => other.path(),
+        };
+        if !matches!(self.layout, Layout::ConfigMap) {
             let tmp = base.join(format!(".{FILE_NAME}.{n}.tmp"));
             tokio::fs::write(&tmp, yaml).await?;
-            tokio::fs::rename(&tmp, self.path()).await?;
+            tokio::fs::rename(&tmp, base.join(FILE_NAME)).await?;
             return Ok(());
         }
         let versioned = format!("..v{n}");

@@ -48,8 +48,12 @@ impl Ferry {
     /// Starts `ferry run --config <file>` with `yaml` as the file, written into a watched
     /// directory laid out as a Kubernetes ConfigMap volume (`..data` symlink).
     pub async fn start(yaml: &str) -> anyhow::Result<Ferry> {
-        let config = ConfigDir::configmap(yaml).await?;
-        let path = config.path().to_path_buf();
+        Self::start_in(ConfigDir::configmap(yaml).await?).await
+    }
+
+    /// Starts `ferry run --config <file>` on a prepared config directory.
+    pub async fn start_in(config: ConfigDir) -> anyhow::Result<Ferry> {
+        let path = config.path();
         Self::spawn(&["run", "--config"], Some(&path), Some(config)).await
     }
 
@@ -167,6 +171,15 @@ impl Ferry {
             .get(name)
             .copied()
             .ok_or_else(|| anyhow!("ferry bound no listener {name:?}: {:?}", self.bound))
+    }
+
+    /// The only data listener (for `ferry run --listen ... --upstream ...`).
+    pub fn only_listener(&self) -> anyhow::Result<SocketAddr> {
+        let mut all = self.bound.listeners.values();
+        match (all.next(), all.next()) {
+            (Some(addr), None) => Ok(*addr),
+            _ => bail!("expected exactly one data listener: {:?}", self.bound),
+        }
     }
 
     /// Everything ferry wrote to stderr so far.

@@ -84,8 +84,9 @@ impl Proxy {
     /// Binds the admin endpoint and every listener of `config`, then serves.
     pub async fn start(config: Config, opts: StartOptions) -> Result<Self, StartError> {
         let admin_cfg = config.admin.address;
-        let table = Table::build(config, None)?;
-        let shared = Shared::new(table, opts.access_log);
+        let metrics = crate::metrics::Metrics::new();
+        let table = Table::build(config, None, &metrics)?;
+        let shared = Shared::new(table, metrics, opts.access_log);
         let mut handles = HashMap::new();
         let listeners = shared.table.load().config.listeners.clone();
         for l in &listeners {
@@ -216,7 +217,11 @@ impl Inner {
                 })?;
             fresh.push((l.name.clone(), l.address, socket));
         }
-        let table = Table::build(config, Some(&self.shared.table.load()))?;
+        let table = Table::build(
+            config,
+            Some(&self.shared.table.load()),
+            &self.shared.metrics,
+        )?;
         let names: Vec<String> = table
             .config
             .listeners

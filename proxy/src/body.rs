@@ -220,10 +220,11 @@ impl Body for Replay {
             .unwrap_or_else(|| SizeHint::with_exact(0));
         let lower = hint.lower().saturating_add(buffered);
         let upper = hint.upper().map(|u| u.saturating_add(buffered));
-        hint.set_lower(lower);
+        // Raise the upper bound first: http-body asserts lower <= upper on every set.
         if let Some(u) = upper {
             hint.set_upper(u);
         }
+        hint.set_lower(lower);
         hint
     }
 }

@@ -28,14 +28,10 @@ const RECORD_PATIENCE: Duration = Duration::from_secs(5);
 /// Drain deadline when the demo stops ferry.
 const DRAIN: Duration = Duration::from_secs(2);
 /// Inbound address with `--serve` when none is given: the default sidecar port.
-const SERVE_INBOUND: SocketAddr = SocketAddr::new(
-    std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
-    15006,
-);
-const ANY_LOOPBACK: SocketAddr = SocketAddr::new(
-    std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
-    0,
-);
+const SERVE_INBOUND: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 15006);
+const ANY_LOOPBACK: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
 
 /// `ferry demo` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -66,7 +62,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         let _ = model_stopped.await;
     }));
 
-    let default_inbound = if args.serve { SERVE_INBOUND } else { ANY_LOOPBACK };
+    let default_inbound = if args.serve {
+        SERVE_INBOUND
+    } else {
+        ANY_LOOPBACK
+    };
     let config = sidecar::config(sidecar::Addresses {
         inbound: args.inbound.unwrap_or(default_inbound),
         admin: args.admin,

@@ -63,6 +63,9 @@ pub enum Failure {
     /// The request is malformed.
     #[error("bad request: {0}")]
     BadRequest(String),
+    /// The request's framing was ambiguous (possible request smuggling); the connection closes.
+    #[error("bad request: {0}")]
+    AmbiguousFraming(&'static str),
     /// The upstream broke the protocol (e.g. a gRPC call to an HTTP/1.1-only cluster).
     #[error("bad gateway: {0}")]
     BadGateway(String),
@@ -78,7 +81,7 @@ impl Failure {
             Failure::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Failure::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             Failure::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Failure::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Failure::BadRequest(_) | Failure::AmbiguousFraming(_) => StatusCode::BAD_REQUEST,
             Failure::BadGateway(_) => StatusCode::BAD_GATEWAY,
         }
     }
@@ -90,7 +93,7 @@ impl Failure {
             Failure::Unavailable { .. } => GrpcCode::Unavailable,
             Failure::Timeout { .. } => GrpcCode::DeadlineExceeded,
             Failure::BodyTooLarge { .. } => GrpcCode::ResourceExhausted,
-            Failure::BadRequest(_) => GrpcCode::InvalidArgument,
+            Failure::BadRequest(_) | Failure::AmbiguousFraming(_) => GrpcCode::InvalidArgument,
             Failure::BadGateway(_) => GrpcCode::Internal,
         }
     }
@@ -103,6 +106,7 @@ impl Failure {
             Failure::Timeout { .. } => "timeout",
             Failure::BodyTooLarge { .. } => "body_too_large",
             Failure::BadRequest(_) => "bad_request",
+            Failure::AmbiguousFraming(_) => "ambiguous_framing",
             Failure::BadGateway(_) => "bad_gateway",
         }
     }
@@ -110,6 +114,7 @@ impl Failure {
     /// Renders the answer for an HTTP or a gRPC caller.
     pub fn into_response(self, grpc: bool) -> Response<ProxyBody> {
         let message = self.to_string();
+        let close = matches!(self, Failure::AmbiguousFraming(_));
         if grpc {
             return grpc_trailers_only(self.grpc_code(), &message);
         }
@@ -118,6 +123,11 @@ impl Failure {
         *resp.status_mut() = self.status();
         resp.headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if close {
+            // Nothing after an ambiguous request on this connection can be trusted.
+            resp.headers_mut()
+                .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+        }
         resp
     }
 }

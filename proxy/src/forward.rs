@@ -39,6 +39,8 @@ pub struct ConnInfo {
     pub listener: Arc<str>,
     /// Client address.
     pub peer: SocketAddr,
+    /// Framing verdicts of the connection's HTTP/1.1 request heads.
+    pub framing: Arc<crate::listener::Verdicts>,
 }
 
 /// What the access log and metrics learn while a request is handled.
@@ -111,6 +113,13 @@ async fn route_and_forward(
     request_id: &HeaderValue,
     outcome: &mut Outcome,
 ) -> Result<Response<ProxyBody>, Failure> {
+    if matches!(
+        req.version(),
+        http::Version::HTTP_11 | http::Version::HTTP_10
+    ) && let Some(reason) = conn.framing.next_request()
+    {
+        return Err(Failure::AmbiguousFraming(reason));
+    }
     check_framing(req.headers())?;
     let (mut parts, incoming) = req.into_parts();
     parts
@@ -131,7 +140,10 @@ async fn route_and_forward(
 
     let path = parts.uri.path().to_owned();
     let mut model = model_name::from_oip_path(&path);
-    if model.is_none() && listener.router.uses_model() {
+    // OIP gRPC calls name their model in the first message, which arrives with the headers,
+    // so reading it costs no extra wait and lets logs and metrics name the model.
+    let oip_grpc = model_name::is_oip_grpc_model_method(&path) && headers::is_grpc(&parts.headers);
+    if model.is_none() && (listener.router.uses_model() || oip_grpc) {
         let (found, replay) =
             sniff_model(&parts, body, listener.limits.model_sniff_bytes as usize).await?;
         model = found;

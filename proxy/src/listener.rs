@@ -6,6 +6,10 @@
 //! GOAWAY) and waits for them up to a deadline. A reload that leaves a listener unchanged
 //! never touches it, so its connections and streams are unaffected.
 
+mod framing;
+
+pub use self::framing::{FramingGuard, Verdicts};
+
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -135,14 +139,16 @@ fn serve(
         .max_header_list_size(header_limit)
         .max_concurrent_streams(1024)
         .adaptive_window(true);
+    let verdicts = Arc::new(Verdicts::new());
     let info = Arc::new(ConnInfo {
         listener: name.clone(),
         peer,
+        framing: verdicts.clone(),
     });
     let svc_shared = shared.clone();
     let service = service_fn(move |req| forward::handle(svc_shared.clone(), info.clone(), req));
     let conn = builder
-        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+        .serve_connection_with_upgrades(TokioIo::new(FramingGuard::new(stream, verdicts)), service)
         .into_owned();
     let conn = graceful.watch(conn);
     let gauge = shared

@@ -29,6 +29,16 @@ enum Command {
     },
     /// Print the JSON Schema of the config file.
     Schema,
+    /// Start a built-in model server behind ferry, send REST and gRPC requests through it and
+    /// show what ferry did with each (`--serve` keeps it running to try by hand).
+    Demo(ferry_proxy::demo::DemoArgs),
+    /// Inject the ferry sidecar into Kubernetes manifests (files or `-` for stdin) and write
+    /// them to stdout.
+    Inject(ferry_inject::InjectArgs),
+    /// Run the mutating admission webhook that injects the sidecar.
+    Injector(ferry_inject::InjectorArgs),
+    /// Wait until ferry's admin `/ready` answers 200 (the legacy sidecar's postStart hook).
+    WaitReady(ferry_inject::WaitReadyArgs),
 }
 
 #[derive(Debug, Args)]
@@ -61,6 +71,22 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Validate { files } => Ok(validate(&files)),
         Command::Schema => schema(),
+        Command::Demo(args) => demo(args),
+        Command::Inject(args) => ferry_inject::run_inject(
+            args,
+            std::io::stdin().lock(),
+            std::io::stdout().lock(),
+            std::io::stderr().lock(),
+        )
+        .map_err(anyhow::Error::from),
+        Command::Injector(args) => small_runtime().and_then(|rt| {
+            rt.block_on(ferry_inject::run_injector(args, wait_for_shutdown()))?;
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::WaitReady(args) => small_runtime().and_then(|rt| {
+            rt.block_on(ferry_inject::run_wait_ready(args))?;
+            Ok(ExitCode::SUCCESS)
+        }),
     };
     match result {
         Ok(code) => code,
@@ -104,6 +130,22 @@ fn validate(files: &[PathBuf]) -> ExitCode {
 fn schema() -> anyhow::Result<ExitCode> {
     let text = serde_json::to_string_pretty(&ferry_config::json_schema())?;
     println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn small_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn demo(args: ferry_proxy::demo::DemoArgs) -> anyhow::Result<ExitCode> {
+    let runtime = small_runtime()?;
+    runtime.block_on(ferry_proxy::demo::run(args))?;
+    // Idle pooled connections may still be parked on the runtime; don't wait for them.
+    runtime.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -27,10 +27,14 @@ pub struct Shared {
 
 impl Shared {
     /// New state serving `table`.
-    pub fn new(table: Table, access_log: Option<mpsc::Sender<AccessRecord>>) -> Arc<Self> {
+    pub fn new(
+        table: Table,
+        metrics: Metrics,
+        access_log: Option<mpsc::Sender<AccessRecord>>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             table: ArcSwap::from_pointee(table),
-            metrics: Metrics::new(),
+            metrics,
             draining: AtomicBool::new(false),
             access_log,
         })

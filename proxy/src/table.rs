@@ -10,6 +10,7 @@ use rand::Rng;
 use tower::retry::budget::TpsBudget;
 
 use crate::cluster::Cluster;
+use crate::metrics::{ClusterLabels, Metrics, Name, RouteLabels};
 use crate::router::Router;
 
 /// One loaded configuration, ready to serve.
@@ -66,7 +67,11 @@ pub struct UnknownCluster {
 impl Table {
     /// Builds the table, reusing clusters from `previous` whose config did not change (their
     /// pools, latency estimates and ejections carry over).
-    pub fn build(config: Config, previous: Option<&Table>) -> Result<Self, UnknownCluster> {
+    pub fn build(
+        config: Config,
+        previous: Option<&Table>,
+        metrics: &Metrics,
+    ) -> Result<Self, UnknownCluster> {
         let mut clusters = HashMap::new();
         for c in &config.clusters {
             let reused = previous
@@ -74,6 +79,12 @@ impl Table {
                 .filter(|old| old.same_config(c))
                 .cloned();
             let cluster = reused.unwrap_or_else(|| Arc::new(Cluster::new(c.clone())));
+            // Pre-register so dashboards see a 0 series before the first failure.
+            let labels = ClusterLabels {
+                cluster: Name(cluster.name.clone()),
+            };
+            drop(metrics.connect_errors.get_or_create(&labels));
+            drop(metrics.ejections.get_or_create(&labels));
             clusters.insert(c.name.clone(), cluster);
         }
         let mut listeners = HashMap::new();
@@ -81,6 +92,12 @@ impl Table {
             let name: Arc<str> = l.name.as_str().into();
             let mut routes = Vec::with_capacity(l.routes.len());
             for r in &l.routes {
+                if r.retry.is_some() {
+                    drop(metrics.retries.get_or_create(&RouteLabels {
+                        listener: Name(name.clone()),
+                        route: Name(r.name.as_str().into()),
+                    }));
+                }
                 routes.push((r.matcher.clone(), Arc::new(RouteEntry::new(r, &clusters)?)));
             }
             listeners.insert(

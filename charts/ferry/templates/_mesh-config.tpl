@@ -1,7 +1,8 @@
 {{/*
 The default route config every injected sidecar loads from /etc/ferry/config.yaml, in the
 ferry route config format (examples/full.yaml). Admin listens on all addresses because the
-kubelet's probes come from outside the pod's loopback.
+kubelet's probes come from outside the pod's loopback. Tracing reaches the sidecar through
+OTEL_EXPORTER_OTLP_ENDPOINT, which the injector sets from mesh.tracingEndpoint.
 */}}
 {{- define "ferry.meshConfig" -}}
 apiVersion: ferry/v1
@@ -14,12 +15,6 @@ listeners:
       - name: local-model
         to: local-model
         timeout: {{ .Values.meshConfig.requestTimeout }}
-        {{- if .Values.meshConfig.rateLimit.enabled }}
-        rate_limit:
-          - key: [peer, model]
-            rate: {{ .Values.meshConfig.rateLimit.rate }}
-            burst: {{ .Values.meshConfig.rateLimit.burst }}
-        {{- end }}
   - name: outbound
     address: 127.0.0.1:15001
     routes:
@@ -31,8 +26,4 @@ clusters:
     protocol: auto
   - name: passthrough
     original_authority: { default_port: 80 }
-{{- if .Values.mesh.tracingEndpoint }}
-tracing:
-  otlp: { endpoint: {{ .Values.mesh.tracingEndpoint }}, protocol: grpc }
-{{- end }}
 {{- end -}}

@@ -19,10 +19,10 @@ pub(crate) fn parse_template(text: &str) -> Result<PathTemplate, String> {
     let mut segments = Vec::with_capacity(parts.len());
     for (i, part) in parts.iter().enumerate() {
         let segment = segment(part).map_err(|p| bad(&p))?;
-        if let TemplateSegment::Var(name) | TemplateSegment::Rest(name) = &segment {
-            if !seen.insert(name.clone()) {
-                return Err(bad(&format!("variable {name:?} is used twice")));
-            }
+        if let TemplateSegment::Var(name) | TemplateSegment::Rest(name) = &segment
+            && !seen.insert(name.clone())
+        {
+            return Err(bad(&format!("variable {name:?} is used twice")));
         }
         if matches!(segment, TemplateSegment::Rest(_)) && i + 1 != parts.len() {
             return Err(bad("\"{name=**}\" is only allowed as the last segment"));

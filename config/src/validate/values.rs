@@ -72,7 +72,7 @@ pub fn format_duration(d: Duration) -> String {
         ("s", NANOS_PER_S),
         ("ms", NANOS_PER_MS),
     ] {
-        if nanos % size == 0 {
+        if nanos.is_multiple_of(size) {
             return format!("{}{unit}", nanos / size);
         }
     }

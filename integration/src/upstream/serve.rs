@@ -92,9 +92,14 @@ async fn accept_loop<F, Fut>(
                         let fut = handler(req);
                         async move { Ok::<_, Infallible>(fut.await) }
                     });
-                    let _ = builder
-                        .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-                        .await;
+                    let io = TokioIo::new(stream);
+                    // hyper-util ignores http1_only/http2_only with upgrades enabled, so the
+                    // restricted modes serve without them.
+                    if protocols == Protocols::Auto {
+                        let _ = builder.serve_connection_with_upgrades(io, svc).await;
+                    } else {
+                        let _ = builder.serve_connection(io, svc).await;
+                    }
                 });
             }
             // Reap finished connections so the set does not grow over long tests.

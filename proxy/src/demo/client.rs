@@ -78,8 +78,20 @@ pub async fn run_script(addr: SocketAddr) -> Result<Vec<Exchange>, ClientError> 
         ],
     });
     let rest_calls: [(&'static str, Method, String, Option<&Value>, u16); 4] = [
-        ("server live", Method::GET, "/v2/health/live".into(), None, 200),
-        ("model metadata", Method::GET, "/v2/models/add_sub".into(), None, 200),
+        (
+            "server live",
+            Method::GET,
+            "/v2/health/live".into(),
+            None,
+            200,
+        ),
+        (
+            "model metadata",
+            Method::GET,
+            "/v2/models/add_sub".into(),
+            None,
+            200,
+        ),
         (
             "infer add_sub",
             Method::POST,
@@ -214,7 +226,7 @@ fn summarise_infer(response: &ModelInferResponse) -> String {
 fn summarise_json(body: &[u8]) -> String {
     const MAX_CHARS: usize = 110;
     let text = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(map)) if map.contains_key("outputs") => {
+        Ok(Value::Object(map)) if map.contains_key("model_name") => {
             let outputs = map.get("outputs").and_then(Value::as_array);
             outputs
                 .into_iter()

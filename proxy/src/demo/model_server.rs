@@ -58,6 +58,11 @@ pub async fn serve(listener: TcpListener, shutdown: impl Future<Output = ()>) {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    // Small unary exchanges: Nagle's algorithm would hold the trailers back
+                    // behind a delayed ACK (~40 ms).
+                    if let Err(error) = stream.set_nodelay(true) {
+                        tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
+                    }
                     let conn = builder
                         .serve_connection(TokioIo::new(stream), service_fn(handle))
                         .into_owned();

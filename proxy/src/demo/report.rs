@@ -43,7 +43,8 @@ pub fn exchange(index: usize, exchange: &Exchange, record: Option<&AccessRecord>
                 ms(exchange.latency),
                 ms(r.duration),
                 r.upstream_duration.map_or_else(|| "-".to_owned(), ms),
-                ms(r.duration.saturating_sub(r.upstream_duration.unwrap_or_default())),
+                ms(r.duration
+                    .saturating_sub(r.upstream_duration.unwrap_or_default())),
             );
         }
         None => {

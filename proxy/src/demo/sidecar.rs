@@ -55,7 +55,10 @@ fn patch_effective(json: &mut Value, config: &Config) {
     let listeners = json.get_mut("listeners").and_then(Value::as_array_mut);
     for entry in listeners.into_iter().flatten() {
         let name = entry.get("name").and_then(Value::as_str).map(str::to_owned);
-        let ir = config.listeners.iter().find(|l| Some(&l.name) == name.as_ref());
+        let ir = config
+            .listeners
+            .iter()
+            .find(|l| Some(&l.name) == name.as_ref());
         if let (Some(ir), Some(address)) = (ir, entry.get_mut("address")) {
             *address = ir.address.to_string().into();
         }
@@ -86,9 +89,18 @@ mod tests {
             admin: SocketAddr::from(([127, 0, 0, 1], 0)),
             model_server,
         });
-        assert!(config.listeners.iter().all(|l| l.address.ip().is_loopback()));
+        assert!(
+            config
+                .listeners
+                .iter()
+                .all(|l| l.address.ip().is_loopback())
+        );
         assert!(config.listeners.iter().any(|l| l.name == INBOUND));
-        let local = config.clusters.iter().find(|c| c.name == LOCAL_CLUSTER).unwrap();
+        let local = config
+            .clusters
+            .iter()
+            .find(|c| c.name == LOCAL_CLUSTER)
+            .unwrap();
         assert_eq!(local.endpoints, Endpoints::Static(vec![model_server]));
         assert_eq!(config.admin.address.port(), 0);
         let dump = config.effective_json.to_string();

@@ -60,15 +60,22 @@ impl std::fmt::Debug for Interrupt {
 
 /// Prints ready-to-paste commands against the running demo.
 pub fn print(inbound: SocketAddr, admin: SocketAddr) {
-    let proto_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../proto");
+    // The .proto lives at the repository root, next to the proxy crate.
+    let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let proto_dir = manifest_dir.parent().unwrap_or(manifest_dir).join("proto");
+    let proto_dir = proto_dir.display();
     let infer = r#"{"inputs":[{"name":"INPUT0","shape":[3],"datatype":"FP32","data":[1,2,3]},{"name":"INPUT1","shape":[3],"datatype":"FP32","data":[3,2,1]}]}"#;
     let grpc_infer = r#"{"model_name":"add_sub","inputs":[{"name":"INPUT0","datatype":"FP32","shape":[3],"contents":{"fp32_contents":[1,2,3]}},{"name":"INPUT1","datatype":"FP32","shape":[3],"contents":{"fp32_contents":[3,2,1]}}]}"#;
     println!("ferry and the model server keep running. Try (Ctrl-C stops everything):");
     println!();
     println!("  curl -s http://{inbound}/v2/health/live");
     println!("  curl -s http://{inbound}/v2/models/add_sub");
-    println!("  curl -s http://{inbound}/v2/models/add_sub/infer -H 'content-type: application/json' -d '{infer}'");
-    println!("  curl -s http://{inbound}/v2/models/echo/infer -d '{{\"inputs\":[{{\"name\":\"x\",\"shape\":[2],\"datatype\":\"BYTES\",\"data\":[\"hi\",\"there\"]}}]}}'");
+    println!(
+        "  curl -s http://{inbound}/v2/models/add_sub/infer -H 'content-type: application/json' -d '{infer}'"
+    );
+    println!(
+        "  curl -s http://{inbound}/v2/models/echo/infer -d '{{\"inputs\":[{{\"name\":\"x\",\"shape\":[2],\"datatype\":\"BYTES\",\"data\":[\"hi\",\"there\"]}}]}}'"
+    );
     println!(
         "  grpcurl -plaintext -import-path {proto_dir} -proto inference.proto -d '{grpc_infer}' {inbound} inference.GRPCInferenceService/ModelInfer"
     );

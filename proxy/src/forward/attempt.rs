@@ -222,6 +222,11 @@ impl Attempts<'_> {
                 }
             }
             Err(e @ SendError::Request { .. }) => {
+                // Our own body limit cut the request stream: the caller's fault, not the
+                // upstream's.
+                if let Some(limit) = body_limit_in(&e) {
+                    return Err(TryError::Failure(Failure::BodyTooLarge { limit }));
+                }
                 record_failure(self.metrics, cluster, &endpoint);
                 Err(TryError::Failure(Failure::Unavailable {
                     cluster: cluster.name.to_string(),
@@ -311,4 +316,15 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+fn body_limit_in(e: &(dyn std::error::Error + 'static)) -> Option<u64> {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(too_large) = err.downcast_ref::<crate::body::BodyTooLarge>() {
+            return Some(too_large.limit);
+        }
+        current = err.source();
+    }
+    None
 }

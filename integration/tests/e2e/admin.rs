@@ -1,0 +1,137 @@
+//! The admin endpoint and `ferry validate`.
+
+use ferry_integration::ferry::validate;
+use ferry_integration::{Admin, Echo, HttpClient, workspace};
+
+use crate::support::{LISTENER, one_upstream, start};
+
+#[tokio::test]
+async fn live_ready_config_dump_and_metrics() -> anyhow::Result<()> {
+    let echo = Echo::start("up").await?;
+    let ferry = start(&one_upstream(echo.addr())).await?;
+    let admin = Admin::new(ferry.admin());
+    assert_eq!(admin.get("/live").await?.status, 200);
+    assert_eq!(admin.get("/ready").await?.status, 200);
+    let dump = admin.config_dump().await?;
+    assert!(
+        !dump["version"].is_null(),
+        "config_dump has no version: {dump}"
+    );
+    assert!(
+        !dump["loaded_at"].is_null(),
+        "config_dump has no loaded_at: {dump}"
+    );
+
+    let reply = HttpClient::http1()
+        .get(ferry.listener(LISTENER)?, "/m")
+        .await?;
+    assert_eq!(reply.status, 200);
+    let m = admin.metrics().await?;
+    let labels = [
+        ("listener", LISTENER),
+        ("route", "all"),
+        ("cluster", "up"),
+        ("code", "200"),
+    ];
+    assert_eq!(m.sum("ferry_requests_total", &labels), 1.0, "{}", m.text);
+    for family in [
+        "ferry_request_duration_seconds",
+        "ferry_config_reloads_total",
+        "ferry_config_reload_failures_total",
+    ] {
+        assert!(m.has_family(family), "no {family} in /metrics:\n{}", m.text);
+    }
+    // Series for every configured name exist from the start (label sets are registered at
+    // config load, as the design asks), so dashboards and `rate()` alerts see 0, not a gap.
+    for (name, labels) in [
+        ("ferry_upstream_connect_errors_total", [("cluster", "up")]),
+        ("ferry_endpoint_ejections_total", [("cluster", "up")]),
+        ("ferry_retries_total", [("route", "all")]),
+        ("ferry_active_connections", [("listener", LISTENER)]),
+    ] {
+        let found = m.matching(name, &labels).count();
+        assert!(found >= 1, "no {name}{labels:?} in /metrics:\n{}", m.text);
+    }
+    assert!(
+        m.matching("ferry_request_duration_seconds_bucket", &[("route", "all")])
+            .count()
+            > 1
+    );
+    Ok(())
+}
+
+/// Runs `ferry validate` on `lines` and returns the `file:line:col:` lines of its output.
+async fn validate_lines(lines: &[&str]) -> anyhow::Result<(i32, Vec<String>, String)> {
+    let dir = tempfile::tempdir()?;
+    let bad = dir.path().join("bad.yaml");
+    tokio::fs::write(&bad, lines.join("\n")).await?;
+    let (code, out) = validate(std::slice::from_ref(&bad)).await?;
+    let prefix = format!("{}:", bad.display());
+    let located = out
+        .lines()
+        .filter(|l| {
+            l.strip_prefix(&prefix).is_some_and(|rest| {
+                let mut parts = rest.splitn(3, ':');
+                parts.next().is_some_and(|l| l.parse::<u32>().is_ok())
+                    && parts.next().is_some_and(|c| c.parse::<u32>().is_ok())
+            })
+        })
+        .map(str::to_owned)
+        .collect();
+    Ok((code, located, out))
+}
+
+const HEAD: [&str; 5] = [
+    "apiVersion: ferry/v1",
+    "listeners:",
+    "  - name: main",
+    "    address: 127.0.0.1:0",
+    "    routes:",
+];
+const TAIL: [&str; 3] = ["clusters:", "  - name: c", "    endpoints: [127.0.0.1:1]"];
+
+#[tokio::test]
+async fn validate_reports_every_error_with_position_and_exits_64() -> anyhow::Result<()> {
+    let routes = [
+        "      - name: r",
+        "        to: nowhere",
+        "        timeout: 5 sec",
+        "      - name: w",
+        "        to: [{ cluster: c, weight: 0 }]",
+    ];
+    let lines: Vec<&str> = HEAD.iter().chain(&routes).chain(&TAIL).copied().collect();
+    let (code, located, out) = validate_lines(&lines).await?;
+    assert_eq!(code, 64, "output:\n{out}");
+    // Three separate faults, all reported at once, each as file:line:col: path: message.
+    assert!(
+        located.len() >= 3,
+        "want >= 3 file:line:col errors, got:\n{out}"
+    );
+    for needle in ["nowhere", "5 sec", "weight"] {
+        let hit = located.iter().any(|l| l.contains(needle));
+        assert!(hit, "no error mentions {needle:?}:\n{out}");
+    }
+
+    let example = workspace::root().join("examples").join("full.yaml");
+    let (code, out) = validate(&[example]).await?;
+    assert_eq!(code, 0, "examples/full.yaml must validate:\n{out}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn validate_reports_an_unknown_field_together_with_other_errors() -> anyhow::Result<()> {
+    let routes = [
+        "      - name: r",
+        "        to: nowhere",
+        "        colour: blue",
+    ];
+    let lines: Vec<&str> = HEAD.iter().chain(&routes).chain(&TAIL).copied().collect();
+    let (code, located, out) = validate_lines(&lines).await?;
+    assert_eq!(code, 64, "output:\n{out}");
+    // The issue lists unknown fields among the errors reported all at once.
+    for needle in ["colour", "nowhere"] {
+        let hit = located.iter().any(|l| l.contains(needle));
+        assert!(hit, "no error mentions {needle:?}:\n{out}");
+    }
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! Weighted splits across clusters, and retries plus outlier ejection when an endpoint dies.
+
+use ferry_integration::client::{body_full, request};
+use ferry_integration::{Admin, Echo, EchoReport, HttpClient};
+use futures_util::StreamExt as _;
+use http::Method;
+use serde_json::json;
+
+use crate::support::{LISTENER, cluster, config, start};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weighted_split_90_10_over_10000_requests() -> anyhow::Result<()> {
+    const N: u64 = 10_000;
+    let (a, b) = (Echo::start("a").await?, Echo::start("b").await?);
+    let cfg = config(
+        json!([{ "name": "split", "to": [
+            { "cluster": "ca", "weight": 90 },
+            { "cluster": "cb", "weight": 10 },
+        ] }]),
+        json!([cluster("ca", &[a.addr()]), cluster("cb", &[b.addr()])]),
+    );
+    let ferry = start(&cfg).await?;
+    let addr = ferry.listener(LISTENER)?;
+    let client = HttpClient::http1();
+    // Bounded: exactly N requests, 16 at a time on pooled keep-alive connections.
+    let failures: Vec<String> = futures_util::stream::iter(0..N)
+        .map(|i| {
+            let client = client.clone();
+            async move {
+                let req = request(Method::GET, addr, &format!("/s/{i}"), &[], body_full(""))?;
+                let reply = client.call(req).await?;
+                anyhow::ensure!(
+                    reply.status == 200,
+                    "status {}: {}",
+                    reply.status,
+                    reply.text()
+                );
+                Ok(())
+            }
+        })
+        .buffer_unordered(16)
+        .filter_map(|r: anyhow::Result<()>| async move { r.err().map(|e| format!("{e:#}")) })
+        .collect()
+        .await;
+    assert!(
+        failures.is_empty(),
+        "{} failed, first: {:?}",
+        failures.len(),
+        failures.first()
+    );
+    assert_eq!(a.requests() + b.requests(), N);
+    let share_b = b.requests() as f64 / N as f64;
+    assert!(
+        (0.07..=0.13).contains(&share_b),
+        "cluster cb got {:.2}% of requests (want 10% ± 3%)",
+        share_b * 100.0
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn retries_and_ejection_hide_a_killed_endpoint() -> anyhow::Result<()> {
+    let (a, mut b) = (Echo::start("a").await?, Echo::start("b").await?);
+    let mut pool = cluster("pool", &[a.addr(), b.addr()]);
+    pool["lb"] = json!("round-robin");
+    pool["outlier"] = json!({ "consecutive_failures": 2, "ejection": "60s" });
+    let cfg = config(
+        json!([{
+            "name": "all",
+            "to": "pool",
+            "retry": { "attempts": 3, "on": ["connect-failure"], "budget": "100%" },
+        }]),
+        json!([pool]),
+    );
+    let ferry = start(&cfg).await?;
+    let addr = ferry.listener(LISTENER)?;
+    let admin = Admin::new(ferry.admin());
+    let client = HttpClient::http1();
+    for i in 0..300 {
+        if i == 100 {
+            // Both endpoints served so far; now one dies between two requests.
+            assert!(
+                a.requests() > 20 && b.requests() > 20,
+                "round robin did not spread load"
+            );
+            b.kill().await;
+        }
+        let req = request(Method::GET, addr, &format!("/r/{i}"), &[], body_full(""))?;
+        let reply = client.call(req).await?;
+        assert_eq!(reply.status, 200, "request {i} failed: {}", reply.text());
+        if i >= 100 {
+            assert_eq!(reply.json::<EchoReport>()?.instance, "a");
+        }
+    }
+    assert_eq!(a.requests() + b.requests(), 300);
+    let m = admin.metrics().await?;
+    let retries = m.sum("ferry_retries_total", &[("route", "all")]);
+    let ejections = m.sum("ferry_endpoint_ejections_total", &[("cluster", "pool")]);
+    let connect_errors = m.sum(
+        "ferry_upstream_connect_errors_total",
+        &[("cluster", "pool")],
+    );
+    assert!(retries >= 1.0, "no retry counted:\n{}", m.text);
+    assert!(ejections >= 1.0, "no ejection counted:\n{}", m.text);
+    // Ejected after 2 consecutive failures: the dead endpoint is not tried 100 more times.
+    assert!(
+        (1.0..=6.0).contains(&connect_errors),
+        "{connect_errors} connect errors: the dead endpoint kept being tried"
+    );
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! ferry's end-to-end tests: the real `ferry` binary (built once per run) between real clients
+//! and real upstreams, everything on 127.0.0.1 with ports from the kernel. Modules are grouped
+//! by topic; `upstreams` checks the test upstreams on their own, without ferry.
+
+mod admin;
+mod balancing;
+mod drain;
+mod failures;
+mod grpc;
+mod model_routing;
+mod peers;
+mod protocols;
+mod reload;
+mod smuggling;
+mod streaming;
+mod support;
+mod upgrade;
+mod upstreams;
