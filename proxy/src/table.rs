@@ -51,6 +51,8 @@ pub struct RouteEntry {
     pub budget: Option<TpsBudget>,
     /// The configured model name (metric label), or empty.
     pub model_label: Arc<str>,
+    /// The route's REST ⇄ gRPC translator, if it has `translate`.
+    pub translator: Option<ferry_filters::translate::Translator>,
 }
 
 /// A cluster name a route refers to was missing from the table (validation should have
@@ -155,6 +157,7 @@ impl RouteEntry {
             total_weight: total,
             budget,
             model_label,
+            translator: crate::forward::translate::translator(r.translate.as_ref()),
         })
     }
 

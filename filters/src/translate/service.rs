@@ -9,11 +9,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
 use http_body::Body;
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 
 use super::endpoint::{Endpoint, Rpc};
 use super::error::{TranslateError, code, http_for_grpc};
@@ -62,41 +62,74 @@ impl Translator {
 
     /// Translates a request. `Err` is the answer to send the caller instead (bad input: the
     /// upstream is not called).
-    pub async fn request<B>(
+    pub fn request<B>(
         &self,
         req: Request<B>,
-    ) -> Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>
+    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>>
+    + Send
+    + 'static
     where
-        B: Body<Data = Bytes>,
+        B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        let limit = self.settings.max_decoded_bytes.0;
-        match self.settings.direction {
-            Direction::RestToGrpc => rest_request(req, limit).await.map_err(|e| rest_error(&e)),
-            Direction::GrpcToRest => grpc_request(req, limit, self.settings.upstream_binary)
-                .await
-                .map_err(|e| grpc_error(&e)),
+        // Boxed here, outside the future, so the future's type does not carry the body's
+        // error conversion (which trips rustc's higher-ranked `Send` inference).
+        let req = req.map(|b| b.map_err(Into::into).boxed_unsync());
+        let settings = self.settings.clone();
+        async move {
+            let limit = settings.max_decoded_bytes.0;
+            match settings.direction {
+                Direction::RestToGrpc => rest_request(req, limit).await.map_err(|e| rest_error(&e)),
+                Direction::GrpcToRest => grpc_request(req, limit, settings.upstream_binary)
+                    .await
+                    .map_err(|e| grpc_error(&e)),
+            }
         }
     }
 }
 
-async fn collect<B>(body: B, limit: u64) -> Result<(Bytes, Option<HeaderMap>), TranslateError>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
-    let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
-    match limited.collect().await {
-        Ok(c) => {
-            let trailers = c.trailers().cloned();
-            Ok((c.to_bytes(), trailers))
+async fn collect(
+    body: TranslateBody,
+    limit: u64,
+) -> Result<(Bytes, Option<HeaderMap>), TranslateError> {
+    // A hand-rolled loop rather than `Limited`: its `Into<BoxError>` bound on an already boxed
+    // error defeats `Send` inference for the callers' futures.
+    let mut body = body;
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut len = 0u64;
+    let mut trailers = None;
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| TranslateError::BadRequest(format!("reading the body: {e}")))?;
+        match frame.into_data() {
+            Ok(data) => {
+                len = len.saturating_add(data.len() as u64);
+                if len > limit {
+                    return Err(TranslateError::TooLarge {
+                        what: "body",
+                        limit,
+                    });
+                }
+                chunks.push(data);
+            }
+            Err(frame) => {
+                if let Ok(t) = frame.into_trailers() {
+                    trailers = Some(t);
+                }
+            }
         }
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(TranslateError::TooLarge {
-            what: "body",
-            limit,
-        }),
-        Err(e) => Err(TranslateError::BadRequest(format!("reading the body: {e}"))),
     }
+    // One chunk (the usual case for small bodies) is kept as is; several are joined once.
+    let bytes = match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().unwrap_or_default(),
+        _ => {
+            let mut all = BytesMut::with_capacity(usize::try_from(len).unwrap_or(0));
+            chunks.iter().for_each(|c| all.extend_from_slice(c));
+            all.freeze()
+        }
+    };
+    Ok((bytes, trailers))
 }
 
 /// Headers that describe the old body or protocol and must not cross the translation.
@@ -126,14 +159,10 @@ fn boxed(body: ChunksBody) -> TranslateBody {
     body.map_err(|never| match never {}).boxed_unsync()
 }
 
-async fn rest_request<B>(
-    req: Request<B>,
+async fn rest_request(
+    req: Request<TranslateBody>,
     limit: u64,
-) -> Result<(Request<TranslateBody>, Pending), TranslateError>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
+) -> Result<(Request<TranslateBody>, Pending), TranslateError> {
     let (parts, body) = req.into_parts();
     let ep = Endpoint::from_rest(&parts.method, parts.uri.path()).ok_or_else(|| {
         TranslateError::NoEndpoint(format!("{} {}", parts.method, parts.uri.path()))
@@ -170,15 +199,11 @@ where
     ))
 }
 
-async fn grpc_request<B>(
-    req: Request<B>,
+async fn grpc_request(
+    req: Request<TranslateBody>,
     limit: u64,
     upstream_binary: bool,
-) -> Result<(Request<TranslateBody>, Pending), TranslateError>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
+) -> Result<(Request<TranslateBody>, Pending), TranslateError> {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     let rpc = path
@@ -227,18 +252,24 @@ where
 impl Pending {
     /// Translates the upstream's response for the caller. Never fails: faults become an error
     /// answer in the caller's protocol.
-    pub async fn response<B>(self, resp: Response<B>) -> Response<TranslateBody>
+    pub fn response<B>(
+        self,
+        resp: Response<B>,
+    ) -> impl Future<Output = Response<TranslateBody>> + Send + 'static
     where
-        B: Body<Data = Bytes>,
+        B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        match self.kind {
-            PendingKind::RestToGrpc { ep, plan } => rest_response(&ep, &plan, resp, self.limit)
-                .await
-                .unwrap_or_else(|e| rest_error(&e)),
-            PendingKind::GrpcToRest(plan) => grpc_response(&plan, resp, self.limit)
-                .await
-                .unwrap_or_else(|e| grpc_error(&e)),
+        let resp = resp.map(|b| b.map_err(Into::into).boxed_unsync());
+        async move {
+            match self.kind {
+                PendingKind::RestToGrpc { ep, plan } => rest_response(&ep, &plan, resp, self.limit)
+                    .await
+                    .unwrap_or_else(|e| rest_error(&e)),
+                PendingKind::GrpcToRest(plan) => grpc_response(&plan, resp, self.limit)
+                    .await
+                    .unwrap_or_else(|e| grpc_error(&e)),
+            }
         }
     }
 }
@@ -258,16 +289,12 @@ fn grpc_status(headers: &HeaderMap) -> Option<(u32, String)> {
     Some((code, message))
 }
 
-async fn rest_response<B>(
+async fn rest_response(
     ep: &Endpoint,
     plan: &OutputPlan,
-    resp: Response<B>,
+    resp: Response<TranslateBody>,
     limit: u64,
-) -> Result<Response<TranslateBody>, TranslateError>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
+) -> Result<Response<TranslateBody>, TranslateError> {
     let (parts, body) = resp.into_parts();
     if parts.status != StatusCode::OK {
         return Err(TranslateError::Upstream {
@@ -325,15 +352,11 @@ where
     Ok(out)
 }
 
-async fn grpc_response<B>(
+async fn grpc_response(
     plan: &GrpcPlan,
-    resp: Response<B>,
+    resp: Response<TranslateBody>,
     limit: u64,
-) -> Result<Response<TranslateBody>, TranslateError>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
+) -> Result<Response<TranslateBody>, TranslateError> {
     let (parts, body) = resp.into_parts();
     let (bytes, _) = collect(body, limit)
         .await
