@@ -9,6 +9,7 @@ use serde_json::ser::{CompactFormatter, Formatter};
 use super::datatype::DataType;
 use super::pb::{InferParameter, InferTensorContents, infer_parameter::ParameterChoice};
 use super::raw;
+use super::tensor::BINARY_DATA_SIZE;
 
 /// Where a tensor's values come from when written as JSON.
 pub(crate) enum DataRef<'a> {
@@ -50,7 +51,8 @@ pub(crate) fn params(
         let Some(choice) = p.get(name).and_then(|v| v.parameter_choice.as_ref()) else {
             continue;
         };
-        if extra.is_some_and(|(k, _)| k == name) {
+        // Written only from `extra`, describing this body's own sections.
+        if name == BINARY_DATA_SIZE || extra.is_some_and(|(k, _)| k == name) {
             continue;
         }
         key(buf, name, first);
@@ -134,7 +136,10 @@ pub(crate) fn tensor(
             params(buf, p, Some(("binary_data_size", size)));
         }
         other => {
-            if !p.is_empty() {
+            // An upstream may tag tensors with its own transport's `binary_data_size` (KServe
+            // does for raw gRPC outputs); on a JSON tensor it would tell the caller to look for
+            // a binary section that is not there.
+            if p.keys().any(|k| k != BINARY_DATA_SIZE) {
                 key(buf, "parameters", false);
                 params(buf, p, None);
             }

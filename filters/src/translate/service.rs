@@ -230,8 +230,14 @@ async fn grpc_request(
     let headers = out.headers_mut();
     copy_headers(&parts.headers, headers);
     if call.ep.rpc == Rpc::ModelInfer {
-        // KServe treats a body without Content-Type as binary (protocol pitfall 1).
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // KServe picks its parser by Content-Type: without one it expects binary sections
+        // (protocol pitfall 1), with application/json it reads the whole body as JSON.
+        let content_type = if call.header_len.is_some() {
+            "application/octet-stream"
+        } else {
+            "application/json"
+        };
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
         headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
     }
     if let Some(n) = call.header_len {
