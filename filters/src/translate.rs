@@ -23,9 +23,11 @@ mod datatype;
 mod endpoint;
 mod error;
 mod grpc_frame;
+mod grpc_message;
 mod grpc_to_rest;
 mod json_in;
 mod json_out;
+mod layer;
 mod params;
 pub mod pb;
 mod raw;
@@ -40,9 +42,9 @@ pub use self::body::ChunksBody;
 pub use self::datatype::{ALL as ALL_DATATYPES, DataType};
 pub use self::endpoint::{Endpoint, Rpc};
 pub use self::error::{TranslateError, code, grpc_for_http, http_for_grpc};
+pub use self::layer::{OipTranslate, OipTranslateLayer};
 pub use self::service::{
-    INFERENCE_HEADER_CONTENT_LENGTH, OipTranslate, OipTranslateLayer, Pending, Translator,
-    grpc_error, rest_error,
+    INFERENCE_HEADER_CONTENT_LENGTH, Pending, Translator, grpc_error, rest_error,
 };
 
 use bytes::Bytes;

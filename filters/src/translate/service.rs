@@ -5,9 +5,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
@@ -17,6 +15,7 @@ use http_body_util::BodyExt;
 
 use super::endpoint::{Endpoint, Rpc};
 use super::error::{TranslateError, code, http_for_grpc};
+use super::grpc_message::{percent_decode, percent_encode};
 use super::grpc_to_rest::{self, GrpcPlan};
 use super::pb::SERVICE_PATH;
 use super::rest_to_grpc::{self, OutputPlan};
@@ -407,118 +406,4 @@ pub fn grpc_error(e: &TranslateError) -> Response<TranslateBody> {
         headers.insert("grpc-message", v);
     }
     resp
-}
-
-/// gRPC's grpc-message encoding: bytes outside printable ASCII, and `%`, as `%XX`.
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if (0x20..=0x7e).contains(&b) && b != b'%' {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn percent_decode(bytes: &[u8]) -> String {
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (b, hex) {
-            (b'%', Some(v)) => {
-                out.push(v);
-                i += 3;
-            }
-            _ => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Tower layer applying [`Translator`] around an inner service.
-#[derive(Debug, Clone)]
-pub struct OipTranslateLayer {
-    translator: Translator,
-}
-
-/// The service made by [`OipTranslateLayer`].
-#[derive(Debug, Clone)]
-pub struct OipTranslate<S> {
-    inner: S,
-    translator: Translator,
-}
-
-// === impl OipTranslateLayer ===
-
-impl OipTranslateLayer {
-    /// A layer with these settings.
-    pub fn new(settings: TranslateSettings) -> Self {
-        OipTranslateLayer {
-            translator: Translator::new(settings),
-        }
-    }
-}
-
-impl<S> tower::Layer<S> for OipTranslateLayer {
-    type Service = OipTranslate<S>;
-
-    fn layer(&self, inner: S) -> OipTranslate<S> {
-        OipTranslate {
-            inner,
-            translator: self.translator.clone(),
-        }
-    }
-}
-
-// === impl OipTranslate ===
-
-impl<S, F, E, B, RB> tower::Service<Request<B>> for OipTranslate<S>
-where
-    S: tower::Service<Request<TranslateBody>, Response = Response<RB>, Error = E, Future = F>
-        + Clone
-        + Send
-        + 'static,
-    F: Future<Output = Result<Response<RB>, E>> + Send + 'static,
-    E: Into<BoxError>,
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-    RB: Body<Data = Bytes> + Send + 'static,
-    RB::Error: Into<BoxError>,
-{
-    type Response = Response<TranslateBody>;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        // The ready clone stays here for the call; the next caller polls a fresh one.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let translator = self.translator.clone();
-        Box::pin(async move {
-            let (req, pending) = match translator.request(req).await {
-                Ok(ok) => ok,
-                Err(answer) => return Ok(answer),
-            };
-            let resp = inner.call(req).await.map_err(Into::into)?;
-            Ok(pending.response(resp).await)
-        })
-    }
-}
-
-#[cfg(test)]
-pub(super) fn decode_grpc_message(bytes: &[u8]) -> String {
-    percent_decode(bytes)
 }

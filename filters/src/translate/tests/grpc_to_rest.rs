@@ -71,7 +71,7 @@ async fn grpc_result(resp: Response<TranslateBody>) -> Result<Bytes, (u32, Strin
     } else {
         let msg = st
             .get("grpc-message")
-            .map(|m| service::decode_grpc_message(m.as_bytes()))
+            .map(|m| grpc_message::percent_decode(m.as_bytes()))
             .unwrap_or_default();
         Err((code, msg))
     }

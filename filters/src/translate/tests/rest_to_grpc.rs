@@ -363,3 +363,20 @@ async fn grpc_status_maps_to_http_with_an_error_body() {
         assert_eq!(v["error"], "model said: no");
     }
 }
+
+#[tokio::test]
+async fn the_tower_layer_wraps_an_inner_grpc_service() {
+    use tower::{Layer as _, ServiceExt as _};
+    let inner = tower::service_fn(|req: Request<TranslateBody>| async move {
+        let bytes = req.into_body().collect().await?.to_bytes();
+        let seen = pb::ModelInferRequest::decode(grpc_frame::unframe(&bytes)?)?;
+        Ok::<_, BoxError>(grpc_ok(&echo(seen)))
+    });
+    let svc = OipTranslateLayer::new(settings(Direction::RestToGrpc)).layer(inner);
+    let req =
+        infer_request(r#"{"inputs":[{"name":"x","shape":[2],"datatype":"UINT8","data":[1,255]}]}"#);
+    let (status, _, b, _) = read(svc.oneshot(req).await.unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+    assert_eq!(v["outputs"][0]["data"], serde_json::json!([1, 255]));
+}
