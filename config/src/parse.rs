@@ -21,13 +21,17 @@ pub fn parse(source_name: &str, text: &str) -> Result<Config, ConfigErrors> {
             message: e.message,
         })
     })?;
-    let raw = deserialize(source_name, value, &index).map_err(ConfigErrors::single)?;
+    let (raw, mut errors) = deserialize(source_name, value, &index);
+    let Some(raw) = raw else {
+        return Err(ConfigErrors { errors });
+    };
     let mut ctx = Ctx::new(source_name, &index);
     let parts = validate::config(&mut ctx, raw);
-    let errors = ctx.into_errors();
+    errors.extend(ctx.into_errors());
     if errors.is_empty() {
         Ok(finish(parts))
     } else {
+        errors.sort_by_key(|e| (e.line, e.col));
         Err(ConfigErrors { errors })
     }
 }
@@ -48,30 +52,78 @@ pub fn load(path: &std::path::Path) -> Result<Config, ConfigErrors> {
 }
 
 /// Serde stops at the first structural error (wrong type, unknown field); it is located
-/// through the path serde_path_to_error tracked.
-fn deserialize(file: &str, value: Value, index: &PosIndex) -> Result<RawConfig, ConfigError> {
+/// through the path serde_path_to_error tracked. Unknown fields are the common typo, so each
+/// one is recorded, removed, and deserialization retried: a file with a misspelt key still gets
+/// every other error reported in the same run. Any other structural error ends the attempt.
+fn deserialize(
+    file: &str,
+    value: Value,
+    index: &PosIndex,
+) -> (Option<RawConfig>, Vec<ConfigError>) {
     // An empty file is an empty mapping, so it is reported as "missing apiVersion".
-    let value = if value.is_null() {
+    let mut value = if value.is_null() {
         Value::Object(Map::new())
     } else {
         value
     };
-    serde_path_to_error::deserialize::<_, RawConfig>(value).map_err(|e| {
-        let path = path_text(e.path());
-        let (path, message, at_key) = describe(path, &e.inner().to_string());
+    let mut errors = Vec::new();
+    // Bounded: each round removes one key, and a file has finitely many.
+    for _ in 0..1024 {
+        let err = match serde_path_to_error::deserialize::<_, RawConfig>(&value) {
+            Ok(raw) => return (Some(raw), errors),
+            Err(err) => err,
+        };
+        let segments: Vec<Segment> = err.path().iter().cloned().collect();
+        let path = path_text(err.path());
+        let inner = err.inner().to_string();
+        let unknown_field = inner
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(field, _)| field.to_owned());
+        let (path, message, at_key) = describe(path, &inner);
         let pos = if at_key {
             index.key(&path)
         } else {
             index.value(&path)
         };
-        ConfigError {
+        errors.push(ConfigError {
             file: file.to_owned(),
             line: pos.line,
             col: pos.col,
             path,
             message,
+        });
+        match unknown_field {
+            Some(field) if remove_field(&mut value, &segments, &field) => continue,
+            _ => return (None, errors),
         }
-    })
+    }
+    (None, errors)
+}
+
+/// Removes `field` from the mapping that `segments` lead to (or its parent, when the path
+/// already ends at the field). Returns whether something was removed.
+fn remove_field(value: &mut Value, segments: &[Segment], field: &str) -> bool {
+    let segments = match segments.last() {
+        Some(Segment::Map { key }) if key == field => &segments[..segments.len() - 1],
+        _ => segments,
+    };
+    let mut current = value;
+    for segment in segments {
+        let next = match (segment, current) {
+            (Segment::Seq { index }, Value::Array(items)) => items.get_mut(*index),
+            (Segment::Map { key }, Value::Object(map)) => map.get_mut(key.as_str()),
+            _ => None,
+        };
+        match next {
+            Some(v) => current = v,
+            None => return false,
+        }
+    }
+    match current {
+        Value::Object(map) => map.shift_remove(field).is_some(),
+        _ => false,
+    }
 }
 
 fn path_text(path: &serde_path_to_error::Path) -> String {

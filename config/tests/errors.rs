@@ -323,11 +323,40 @@ fn unknown_fields_name_the_field_and_list_the_expected_ones() {
         one_error(&with_route("        to: [{ cluster: up, wieght: 2 }]\n")),
         r#"routes.yaml:7:29: listeners[0].routes[0].to[0].wieght: unknown field "wieght" (expected cluster or weight)"#
     );
+    // The misspelt key is dropped and validation goes on, so the matcher it left empty is
+    // reported too.
     assert_eq!(
-        one_error(&with_route(
+        errors(&with_route(
             "        to: up\n        match:\n          model: { name: { exakt: a } }\n"
         )),
-        r#"routes.yaml:9:28: listeners[0].routes[0].match.model.name.exakt: unknown field "exakt" (expected one of: exact, prefix, regex)"#
+        vec![
+            r#"routes.yaml:9:26: listeners[0].routes[0].match.model.name: exactly one of exact, prefix, regex must be set (expected e.g. {prefix: "llama-"})"#,
+            r#"routes.yaml:9:28: listeners[0].routes[0].match.model.name.exakt: unknown field "exakt" (expected one of: exact, prefix, regex)"#,
+        ]
+    );
+}
+
+#[test]
+fn unknown_fields_are_reported_with_every_other_error() {
+    let all = errors(&format!(
+        "{}{}",
+        with_route(
+            "        to: nowhere
+        colour: red
+        timeout: 5 sec
+"
+        ),
+        "    bogus: 1
+"
+    ));
+    assert_eq!(
+        all,
+        vec![
+            r#"routes.yaml:7:13: listeners[0].routes[0].to: unknown cluster "nowhere" (expected one of: up)"#,
+            r#"routes.yaml:8:9: listeners[0].routes[0].colour: unknown field "colour" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry)"#,
+            r#"routes.yaml:9:18: listeners[0].routes[0].timeout: invalid duration "5 sec" (expected e.g. "500ms", "2s", "5m")"#,
+            r#"routes.yaml:13:5: clusters[0].bogus: unknown field "bogus" (expected one of: name, endpoints, dns, original_authority, protocol, lb, connect_timeout, idle_timeout, outlier)"#,
+        ]
     );
 }
 

@@ -200,9 +200,10 @@ mod tests {
             "empty": {},
             "ports": [1, 2],
         });
-        let expected = "apiVersion: \"ferry/v1\"\nempty: {}\n\
+        // Keys keep insertion order (the workspace enables serde_json's preserve_order).
+        let expected = "apiVersion: \"ferry/v1\"\n\
 listeners:\n  - name: \"main\"\n    routes:\n      - to:\n          - cluster: \"a\"\n            weight: 9\n\
-ports:\n  - 1\n  - 2\n";
+empty: {}\nports:\n  - 1\n  - 2\n";
         assert_eq!(to_yaml(&v), expected);
     }
 }

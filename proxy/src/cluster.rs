@@ -31,6 +31,8 @@ pub struct Cluster {
     next: AtomicUsize,
     /// Pooled upstream connections.
     pub client: UpstreamClient,
+    /// `ferry_upstream_duration_seconds` of this cluster, registered once.
+    pub upstream_duration: prometheus_client::metrics::histogram::Histogram,
     refresh: Option<JoinHandle<()>>,
 }
 
@@ -49,7 +51,7 @@ pub enum PickError {
 
 impl Cluster {
     /// Builds a cluster; DNS clusters start a refresh task (needs a tokio runtime).
-    pub fn new(config: ClusterConfig) -> Self {
+    pub fn new(config: ClusterConfig, metrics: &crate::metrics::Metrics) -> Self {
         let initial: Vec<Arc<Endpoint>> = match &config.endpoints {
             Endpoints::Static(addrs) => addrs.iter().map(|a| Arc::new(Endpoint::new(*a))).collect(),
             Endpoints::Dns { .. } | Endpoints::OriginalAuthority { .. } => Vec::new(),
@@ -65,8 +67,16 @@ impl Cluster {
             _ => None,
         };
         let client = UpstreamClient::new(&config);
+        let name: Arc<str> = config.name.as_str().into();
+        let upstream_duration = metrics
+            .upstream_duration
+            .get_or_create(&crate::metrics::ClusterLabels {
+                cluster: crate::metrics::Name(name.clone()),
+            })
+            .clone();
         Self {
-            name: config.name.as_str().into(),
+            name,
+            upstream_duration,
             config,
             endpoints,
             next: AtomicUsize::new(0),

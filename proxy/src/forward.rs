@@ -42,6 +42,10 @@ pub struct ConnInfo {
     pub peer: SocketAddr,
     /// Framing verdicts of the connection's HTTP/1.1 request heads.
     pub framing: Arc<crate::listener::Verdicts>,
+    /// The client address as forwarding headers spell it.
+    pub client: headers::ClientAddr,
+    /// `ferry_active_requests` of this listener.
+    pub active_requests: prometheus_client::metrics::gauge::Gauge,
 }
 
 /// What the access log and metrics learn while a request is handled.
@@ -96,13 +100,7 @@ pub async fn handle(
     };
     resp.headers_mut().insert(X_REQUEST_ID.clone(), request_id);
     record(&shared, &conn, &method, path, &resp, start, outcome);
-    let gauge = shared
-        .metrics
-        .active_requests
-        .get_or_create(&crate::metrics::ListenerLabels {
-            listener: Name(conn.listener.clone()),
-        })
-        .clone();
+    let gauge = conn.active_requests.clone();
     Ok(resp.map(|b| body::track(b, gauge)))
 }
 
@@ -188,7 +186,12 @@ async fn route_and_forward(
         rewrite_prefix(&mut parts, &rewrite.from, &rewrite.to);
     }
     headers::strip_hop_by_hop(&mut parts.headers, upgrade);
-    headers::append_forwarded(&mut parts.headers, conn.peer, "http", authority.as_deref());
+    headers::append_forwarded(
+        &mut parts.headers,
+        &conn.client,
+        "http",
+        authority.as_deref(),
+    );
     if !parts.headers.contains_key(HOST)
         && let Some(a) = authority
             .as_deref()
@@ -365,7 +368,7 @@ fn record(
     outcome: Outcome,
 ) {
     let duration = start.elapsed();
-    let empty: Arc<str> = Arc::from("");
+    let empty = &shared.metrics.empty;
     let route_name = outcome.route.as_ref().map(|r| r.name.clone());
     let cluster = outcome.forwarded.as_ref().map(|f| f.cluster.clone());
     let m = &shared.metrics;
@@ -384,12 +387,16 @@ fn record(
             code: resp.status().as_u16(),
         })
         .inc();
-    m.request_duration
-        .get_or_create(&RouteLabels {
-            listener: Name(conn.listener.clone()),
-            route: Name(route_name.clone().unwrap_or(empty)),
-        })
-        .observe(duration.as_secs_f64());
+    match &outcome.route {
+        Some(route) => route.duration.observe(duration.as_secs_f64()),
+        None => m
+            .request_duration
+            .get_or_create(&RouteLabels {
+                listener: Name(conn.listener.clone()),
+                route: Name(empty.clone()),
+            })
+            .observe(duration.as_secs_f64()),
+    }
     if let Some(tx) = &shared.access_log {
         let (model, model_version) = match outcome.model {
             Some(m) => (Some(m.name), m.version),

@@ -140,10 +140,19 @@ fn serve(
         .max_concurrent_streams(1024)
         .adaptive_window(true);
     let verdicts = Arc::new(Verdicts::new());
+    let labels = ListenerLabels {
+        listener: Name(name.clone()),
+    };
     let info = Arc::new(ConnInfo {
         listener: name.clone(),
         peer,
         framing: verdicts.clone(),
+        client: crate::headers::ClientAddr::new(peer),
+        active_requests: shared
+            .metrics
+            .active_requests
+            .get_or_create(&labels)
+            .clone(),
     });
     let svc_shared = shared.clone();
     let service = service_fn(move |req| forward::handle(svc_shared.clone(), info.clone(), req));

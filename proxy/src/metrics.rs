@@ -77,6 +77,8 @@ fn latency_histogram() -> Histogram {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
+    /// The empty label value, shared so recording a request allocates nothing for it.
+    pub empty: Arc<str>,
     /// `ferry_requests_total`.
     pub requests: Family<RequestLabels, Counter>,
     /// `ferry_request_duration_seconds`: request in → response headers out, per route.
@@ -106,6 +108,7 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let m = Self {
+            empty: Arc::from(""),
             requests: Family::default(),
             request_duration: Family::new_with_constructor(latency_histogram),
             upstream_duration: Family::new_with_constructor(latency_histogram),

@@ -53,6 +53,8 @@ pub struct RouteEntry {
     pub model_label: Arc<str>,
     /// The route's REST ⇄ gRPC translator, if it has `translate`.
     pub translator: Option<ferry_filters::translate::Translator>,
+    /// `ferry_request_duration_seconds` of this route, registered once.
+    pub duration: prometheus_client::metrics::histogram::Histogram,
 }
 
 /// A cluster name a route refers to was missing from the table (validation should have
@@ -80,7 +82,7 @@ impl Table {
                 .and_then(|p| p.clusters.get(&c.name))
                 .filter(|old| old.same_config(c))
                 .cloned();
-            let cluster = reused.unwrap_or_else(|| Arc::new(Cluster::new(c.clone())));
+            let cluster = reused.unwrap_or_else(|| Arc::new(Cluster::new(c.clone(), metrics)));
             // Pre-register so dashboards see a 0 series before the first failure.
             let labels = ClusterLabels {
                 cluster: Name(cluster.name.clone()),
@@ -94,13 +96,21 @@ impl Table {
             let name: Arc<str> = l.name.as_str().into();
             let mut routes = Vec::with_capacity(l.routes.len());
             for r in &l.routes {
-                if r.retry.is_some() {
-                    drop(metrics.retries.get_or_create(&RouteLabels {
+                drop(metrics.retries.get_or_create(&RouteLabels {
+                    listener: Name(name.clone()),
+                    route: Name(r.name.as_str().into()),
+                }));
+                let duration = metrics
+                    .request_duration
+                    .get_or_create(&RouteLabels {
                         listener: Name(name.clone()),
                         route: Name(r.name.as_str().into()),
-                    }));
-                }
-                routes.push((r.matcher.clone(), Arc::new(RouteEntry::new(r, &clusters)?)));
+                    })
+                    .clone();
+                routes.push((
+                    r.matcher.clone(),
+                    Arc::new(RouteEntry::new(r, &clusters, duration)?),
+                ));
             }
             listeners.insert(
                 l.name.clone(),
@@ -123,7 +133,11 @@ impl Table {
 // === impl RouteEntry ===
 
 impl RouteEntry {
-    fn new(r: &Route, clusters: &HashMap<String, Arc<Cluster>>) -> Result<Self, UnknownCluster> {
+    fn new(
+        r: &Route,
+        clusters: &HashMap<String, Arc<Cluster>>,
+        duration: prometheus_client::metrics::histogram::Histogram,
+    ) -> Result<Self, UnknownCluster> {
         let mut targets = Vec::new();
         let mut total = 0u64;
         if let Action::Forward(list) = &r.action {
@@ -158,6 +172,7 @@ impl RouteEntry {
             budget,
             model_label,
             translator: crate::forward::translate::translator(r.translate.as_ref()),
+            duration,
         })
     }
 

@@ -103,20 +103,17 @@ impl UpstreamClient {
         &self,
         mut req: Request<ProxyBody>,
         addr: SocketAddr,
+        authority: Authority,
         wire: Wire,
     ) -> Result<Response<Incoming>, SendError> {
-        let path_and_query = req
-            .uri()
-            .path_and_query()
-            .map(|pq| pq.as_str().to_owned())
-            .unwrap_or_else(|| "/".to_owned());
-        let authority =
-            Authority::try_from(addr.to_string().as_str()).map_err(http::Error::from)?;
-        *req.uri_mut() = Uri::builder()
-            .scheme(Scheme::HTTP)
-            .authority(authority)
-            .path_and_query(path_and_query)
-            .build()?;
+        // Reuse the request's own path-and-query (no copy) under the endpoint's authority.
+        let mut uri = std::mem::take(req.uri_mut()).into_parts();
+        uri.scheme = Some(Scheme::HTTP);
+        uri.authority = Some(authority);
+        if uri.path_and_query.is_none() {
+            uri.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
+        }
+        *req.uri_mut() = Uri::from_parts(uri).map_err(http::Error::from)?;
         let client = match wire {
             Wire::Http1 => {
                 *req.version_mut() = Version::HTTP_11;

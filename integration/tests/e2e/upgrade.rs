@@ -3,52 +3,47 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use ferry_integration::upstream::serve::serve;
-use ferry_integration::upstream::{Protocols, RespBody};
-use http::{Response, StatusCode};
-use http_body_util::{BodyExt, Empty};
-use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{LISTENER, one_upstream, start};
 
 #[tokio::test]
 async fn upgraded_connection_carries_bytes_both_ways() -> anyhow::Result<()> {
-    // An upstream that accepts `Upgrade: echo` and then echoes every byte back upper-cased.
-    let upstream = serve(
-        Protocols::Http1Only,
-        |mut req: http::Request<hyper::body::Incoming>| async move {
-            let on_upgrade = hyper::upgrade::on(&mut req);
-            tokio::spawn(async move {
-                if let Ok(upgraded) = on_upgrade.await {
-                    let mut io = TokioIo::new(upgraded);
-                    let mut buf = [0u8; 1024];
-                    while let Ok(n) = io.read(&mut buf).await {
-                        if n == 0 {
-                            break;
-                        }
-                        let upper = buf[..n].to_ascii_uppercase();
-                        if io.write_all(&upper).await.is_err() {
-                            break;
-                        }
-                    }
-                }
-            });
-            let body: RespBody = Empty::<Bytes>::new()
-                .map_err(|never| match never {})
-                .boxed_unsync();
-            let mut resp = Response::new(body);
-            *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-            resp.headers_mut()
-                .insert("connection", "upgrade".parse().unwrap());
-            resp.headers_mut()
-                .insert("upgrade", "echo".parse().unwrap());
-            resp
-        },
-    )
-    .await?;
-    let ferry = start(&one_upstream(upstream.addr())).await?;
+    // An upstream that answers any request with 101 and then echoes every byte back
+    // upper-cased, written on a raw socket so the test does not depend on a server library's
+    // upgrade support.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let upstream_addr = listener.local_addr()?;
+    let upstream = tokio::spawn(async move {
+        let Ok((mut conn, _)) = listener.accept().await else {
+            return;
+        };
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match conn.read(&mut byte).await {
+                Ok(1) => head.push(byte[0]),
+                _ => return,
+            }
+        }
+        let reply =
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n";
+        if conn.write_all(reply).await.is_err() {
+            return;
+        }
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = conn.read(&mut buf).await {
+            if n == 0
+                || conn
+                    .write_all(&buf[..n].to_ascii_uppercase())
+                    .await
+                    .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let ferry = start(&one_upstream(upstream_addr)).await?;
     let addr = ferry.listener(LISTENER)?;
 
     let mut stream = tokio::net::TcpStream::connect(addr).await?;
@@ -76,5 +71,6 @@ async fn upgraded_connection_carries_bytes_both_ways() -> anyhow::Result<()> {
         tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut got)).await??;
         assert_eq!(got, msg.to_ascii_uppercase());
     }
+    upstream.abort();
     Ok(())
 }

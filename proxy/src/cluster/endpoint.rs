@@ -17,6 +17,8 @@ const DEFAULT_RTT: Duration = Duration::from_millis(1);
 pub struct Endpoint {
     /// Socket address.
     pub addr: SocketAddr,
+    /// The address as a URI authority, made once rather than per request.
+    pub authority: http::uri::Authority,
     in_flight: AtomicUsize,
     consecutive_failures: AtomicU32,
     state: Mutex<State>,
@@ -45,8 +47,12 @@ impl Drop for InFlight<'_> {
 impl Endpoint {
     /// A fresh endpoint.
     pub fn new(addr: SocketAddr) -> Self {
+        // A SocketAddr always prints as a valid authority; the fallback is unreachable.
+        let authority = http::uri::Authority::try_from(addr.to_string().as_str())
+            .unwrap_or_else(|_| http::uri::Authority::from_static("invalid"));
         Self {
             addr,
+            authority,
             in_flight: AtomicUsize::new(0),
             consecutive_failures: AtomicU32::new(0),
             state: Mutex::new(State {

@@ -163,7 +163,9 @@ impl Attempts<'_> {
         }
         let in_flight = endpoint.start();
         let sent = Instant::now();
-        let send = cluster.client.send(req, endpoint.addr, wire);
+        let send = cluster
+            .client
+            .send(req, endpoint.addr, endpoint.authority.clone(), wire);
         let result = match policy.and_then(|p| p.per_try_timeout) {
             Some(t) => match tokio::time::timeout(t, send).await {
                 Ok(r) => r,
@@ -186,12 +188,7 @@ impl Attempts<'_> {
             Ok(resp) => {
                 let elapsed = sent.elapsed();
                 endpoint.observe_latency(elapsed);
-                self.metrics
-                    .upstream_duration
-                    .get_or_create(&ClusterLabels {
-                        cluster: Name(cluster.name.clone()),
-                    })
-                    .observe(elapsed.as_secs_f64());
+                cluster.upstream_duration.observe(elapsed.as_secs_f64());
                 if resp.status().is_server_error() {
                     record_failure(self.metrics, cluster, &endpoint);
                 } else {

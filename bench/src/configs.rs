@@ -1,0 +1,131 @@
+//! Configs for the proxies under test, rendered from the templates in `bench/configs/`.
+//!
+//! The templates are the checked-in, reviewable contract of "equivalent configuration"; this
+//! module only fills in ports and paths and, for the route-table scenario, generates `n` extra
+//! path-prefix routes ahead of the default ones (`/route-<i>/`), so the probe request for
+//! route `n-1` must get past every earlier one in a proxy that matches linearly.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::targets::Kind;
+
+const FERRY: &str = include_str!("../configs/ferry.yaml");
+const ENVOY: &str = include_str!("../configs/envoy.yaml");
+const HAPROXY: &str = include_str!("../configs/haproxy.cfg");
+const NGINX: &str = include_str!("../configs/nginx.conf");
+
+/// Ports a proxy config refers to.
+#[derive(Debug, Clone, Copy)]
+pub struct Ports {
+    /// Downstream HTTP/1.1 listener (also h2c where the proxy can share it).
+    pub h1: u16,
+    /// Downstream h2c listener (the same as `h1` except for nginx).
+    pub h2: u16,
+    /// Admin listener (ferry, Envoy).
+    pub admin: u16,
+    /// The bench upstream.
+    pub upstream: u16,
+}
+
+/// Path of the probe request that matches the last of `n` generated routes.
+pub fn route_probe_path(n: usize) -> String {
+    format!("/route-{}/probe", n.saturating_sub(1))
+}
+
+/// The config text for `kind`, or `None` for targets without one (direct).
+pub fn render(kind: Kind, ports: Ports, workdir: &Path, routes: usize) -> Option<String> {
+    let (template, route_block) = match kind {
+        Kind::Direct => return None,
+        Kind::Ferry => (FERRY, ferry_routes(routes)),
+        Kind::Envoy => (ENVOY, envoy_routes(routes)),
+        Kind::Haproxy => (HAPROXY, haproxy_routes(routes)),
+        Kind::Nginx => (NGINX, nginx_routes(routes)),
+    };
+    Some(
+        template
+            .replace("@ROUTES@\n", &route_block)
+            .replace("@H1_PORT@", &ports.h1.to_string())
+            .replace("@H2_PORT@", &ports.h2.to_string())
+            .replace("@ADMIN_PORT@", &ports.admin.to_string())
+            .replace("@UP_PORT@", &ports.upstream.to_string())
+            .replace("@WORKDIR@", &workdir.display().to_string()),
+    )
+}
+
+fn lines(n: usize, line: impl Fn(&mut String, usize)) -> String {
+    let mut out = String::with_capacity(n * 96);
+    for i in 0..n {
+        line(&mut out, i);
+    }
+    out
+}
+
+fn ferry_routes(n: usize) -> String {
+    lines(n, |out, i| {
+        let _ = writeln!(
+            out,
+            "      - {{ name: r{i}, match: {{ path: {{ prefix: /route-{i}/ }} }}, to: upstream }}"
+        );
+    })
+}
+
+fn envoy_routes(n: usize) -> String {
+    lines(n, |out, i| {
+        let _ = writeln!(
+            out,
+            "                        - {{ match: {{ prefix: \"/route-{i}/\" }}, route: {{ cluster: upstream_h1, timeout: 0s }} }}"
+        );
+    })
+}
+
+fn haproxy_routes(n: usize) -> String {
+    lines(n, |out, i| {
+        let _ = writeln!(
+            out,
+            "    use_backend upstream_h1 if {{ path_beg /route-{i}/ }}"
+        );
+    })
+}
+
+fn nginx_routes(n: usize) -> String {
+    lines(n, |out, i| {
+        let _ = writeln!(
+            out,
+            "        location /route-{i}/ {{ proxy_pass http://upstream_h1; }}"
+        );
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_placeholder_is_filled() {
+        let ports = Ports {
+            h1: 1,
+            h2: 2,
+            admin: 3,
+            upstream: 4,
+        };
+        for kind in [Kind::Ferry, Kind::Envoy, Kind::Haproxy, Kind::Nginx] {
+            let text = render(kind, ports, Path::new("/tmp/x"), 3).unwrap();
+            for placeholder in [
+                "@H1_PORT@",
+                "@H2_PORT@",
+                "@ADMIN_PORT@",
+                "@UP_PORT@",
+                "@WORKDIR@",
+                "@ROUTES@",
+            ] {
+                assert!(!text.contains(placeholder), "{kind:?}: {placeholder}");
+            }
+            assert!(text.contains("/route-2/"), "{kind:?}");
+            assert!(
+                !text.contains("@ROUTES@") && !text.contains("_PORT@"),
+                "{kind:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! The whole benchmark command: resolve (and install) the targets, start the upstream, run
+//! the schedule, write results and charts. Everything started here is stopped here, also on
+//! error (the process handles kill on drop).
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::error::{BenchError, IoContext, Result};
+use crate::machine::Machine;
+use crate::report::{self, Report};
+use crate::scenarios::{self, Plan, Scenario, Sizing};
+use crate::targets::{Kind, Target};
+use crate::{charts, peers, procfs};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// CI size: ~1 s per scenario, ferry and direct only, one repetition.
+    pub smoke: bool,
+    /// Targets to run.
+    pub targets: Vec<Kind>,
+    /// Scenarios to run.
+    pub scenarios: Vec<Scenario>,
+    /// Repetitions.
+    pub reps: usize,
+    /// Results directory.
+    pub out: PathBuf,
+    /// The ferry binary; found or built when `None`.
+    pub ferry: Option<PathBuf>,
+    /// The workspace root.
+    pub workspace: PathBuf,
+}
+
+/// What a finished run left behind.
+#[derive(Debug)]
+pub struct Summary {
+    /// Where results.json, results.md and charts are.
+    pub dir: PathBuf,
+    /// Failed scenarios.
+    pub failures: Vec<String>,
+    /// Skipped peers.
+    pub skipped: Vec<(String, String)>,
+    /// The markdown report.
+    pub markdown: String,
+}
+
+/// Runs the benchmark.
+pub fn run(opts: &Options) -> Result<Summary> {
+    pin_self_to_core0()?;
+    let ticks = procfs::clock_ticks()?;
+    let (targets, skipped, versions) = resolve_targets(opts)?;
+    let upstream = UpstreamProcess::start()?;
+    let plan = Plan {
+        targets,
+        scenarios: opts.scenarios.clone(),
+        reps: opts.reps,
+        sizing: if opts.smoke {
+            Sizing::smoke()
+        } else {
+            Sizing::full()
+        },
+        workdir: opts.workspace.join("target/bench-work"),
+        upstream: upstream.addr,
+        ticks,
+    };
+    // One thread: the load generator must stay on core 0 beside the upstream.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ctx(|| "starting the load generator runtime".into())?;
+    let outcome = runtime.block_on(scenarios::run(&plan));
+    drop(upstream);
+    let aggregates = report::aggregate(&outcome.samples);
+    let report = Report {
+        mode: if opts.smoke { "smoke" } else { "full" },
+        reps: opts.reps,
+        machine: Machine::describe(versions),
+        skipped: skipped.clone(),
+        failures: outcome.failures.clone(),
+        headline: report::headline(&aggregates),
+        aggregates,
+        samples: outcome.samples,
+    };
+    report::write(&opts.out, &report)?;
+    charts::draw_all(&opts.out, &report.aggregates)?;
+    Ok(Summary {
+        dir: opts.out.clone(),
+        failures: outcome.failures,
+        skipped,
+        markdown: report::markdown(&report),
+    })
+}
+
+/// The load generator shares core 0 with the upstream; core 1 belongs to the proxy.
+fn pin_self_to_core0() -> Result<()> {
+    let status = Command::new("taskset")
+        .args(["-a", "-p", "-c", "0", &std::process::id().to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .ctx(|| "running taskset (util-linux)".into())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(BenchError::Process(format!("taskset failed: {status}")))
+    }
+}
+
+type Resolved = (Vec<Target>, Vec<(String, String)>, Vec<(String, String)>);
+
+fn resolve_targets(opts: &Options) -> Result<Resolved> {
+    let mut targets = Vec::new();
+    let mut skipped = Vec::new();
+    let mut versions = vec![(
+        "ferry-bench".to_owned(),
+        env!("CARGO_PKG_VERSION").to_owned(),
+    )];
+    let peers_dir = opts.workspace.join("target/peers");
+    for &kind in &opts.targets {
+        let found = match kind {
+            Kind::Direct => {
+                targets.push(Target { kind, bin: None });
+                continue;
+            }
+            Kind::Ferry => Ok(find_ferry(opts)?),
+            Kind::Envoy => peers::ensure_envoy(&peers_dir),
+            Kind::Haproxy => peers::ensure_debian("haproxy", "haproxy"),
+            Kind::Nginx => peers::ensure_debian("nginx", "nginx"),
+        };
+        match found {
+            Ok(bin) => {
+                let flag = match kind {
+                    Kind::Haproxy | Kind::Nginx => "-v",
+                    _ => "--version",
+                };
+                versions.push((kind.name().to_owned(), peers::version_line(&bin, &[flag])));
+                targets.push(Target {
+                    kind,
+                    bin: Some(bin),
+                });
+            }
+            Err(e) => {
+                eprintln!(
+                    "ferry-bench: SKIPPING {}: it could not be installed: {e}",
+                    kind.name()
+                );
+                skipped.push((kind.name().to_owned(), e.to_string()));
+            }
+        }
+    }
+    Ok((targets, skipped, versions))
+}
+
+/// `--ferry`, else `ferry` beside this binary, else `<target>/release/ferry`, else build it.
+fn find_ferry(opts: &Options) -> Result<PathBuf> {
+    if let Some(p) = &opts.ferry {
+        return if p.is_file() {
+            Ok(p.clone())
+        } else {
+            Err(BenchError::Process(format!(
+                "--ferry {} does not exist",
+                p.display()
+            )))
+        };
+    }
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("ferry")));
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| opts.workspace.join("target"));
+    let release = target_dir.join("release/ferry");
+    if let Some(p) = beside.iter().chain([&release]).find(|p| p.is_file()) {
+        return Ok(p.clone());
+    }
+    eprintln!("ferry-bench: building ferry (cargo build --release -p ferry-proxy)");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "-p", "ferry-proxy", "--bin", "ferry"])
+        .current_dir(&opts.workspace)
+        .status()
+        .ctx(|| "running cargo build for ferry".into())?;
+    if status.success() && release.is_file() {
+        Ok(release)
+    } else {
+        Err(BenchError::Process(format!(
+            "could not build ferry ({status}); build it with `cargo build --release -p ferry-proxy`"
+        )))
+    }
+}
+
+/// The upstream, a child process of this binary (`ferry-bench upstream`) on core 0.
+struct UpstreamProcess {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl UpstreamProcess {
+    fn start() -> Result<Self> {
+        let exe = std::env::current_exe().ctx(|| "finding this executable".into())?;
+        let mut child = Command::new("taskset")
+            .args(["-c", "0"])
+            .arg(&exe)
+            .args(["upstream", "--listen", "127.0.0.1:0"])
+            // The upstream exits when this pipe closes, i.e. when we are gone.
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .ctx(|| format!("starting {} upstream", exe.display()))?;
+        let addr = child
+            .stdout
+            .take()
+            .and_then(|out| BufReader::new(out).lines().next())
+            .and_then(|line| line.ok())
+            .and_then(|line| line.strip_prefix("listening ").and_then(|a| a.parse().ok()));
+        match addr {
+            Some(addr) => Ok(Self { child, addr }),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(BenchError::Process(
+                    "the bench upstream did not start".into(),
+                ))
+            }
+        }
+    }
+}
+
+impl Drop for UpstreamProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The workspace root (this crate's parent directory).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}

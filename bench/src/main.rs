@@ -1,0 +1,149 @@
+//! `ferry-bench`: the benchmark command (see bench/README.md).
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use ferry_bench::driver::{self, Options};
+use ferry_bench::machine::today;
+use ferry_bench::scenarios::Scenario;
+use ferry_bench::targets::Kind;
+
+/// Benchmarks ferry beside Envoy, HAProxy and nginx on loopback.
+#[derive(Debug, Parser)]
+#[command(name = "ferry-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Sub>,
+    /// CI mode: every scenario for about a second, ferry and direct only; fails on any error.
+    #[arg(long)]
+    smoke: bool,
+    /// Comma-separated scenarios (default: all): cold_start, memory, h1_saturation,
+    /// h2_saturation, latency_1k, latency_5k, grpc_unary, upload_1mib, sse_first_event, routes.
+    #[arg(long, value_delimiter = ',')]
+    scenarios: Vec<String>,
+    /// Comma-separated targets (default: direct,ferry,envoy,haproxy,nginx; smoke: direct,ferry).
+    #[arg(long, value_delimiter = ',')]
+    targets: Vec<String>,
+    /// Repetitions (default 3; smoke 1).
+    #[arg(long)]
+    reps: Option<usize>,
+    /// Results directory (default bench/results/<date>; smoke: target/bench-smoke).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The ferry binary (default: beside this binary, or <target>/release/ferry, else built).
+    #[arg(long)]
+    ferry: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// Run only the bench upstream (used by the driver; prints "listening <addr>").
+    Upstream {
+        /// Address to bind.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Sub::Upstream { listen }) => upstream(listen),
+        None => bench(cli),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ferry-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench(cli: Cli) -> anyhow::Result<ExitCode> {
+    let workspace = driver::workspace_root();
+    let targets = if cli.targets.is_empty() {
+        if cli.smoke {
+            vec![Kind::Direct, Kind::Ferry]
+        } else {
+            Kind::ALL.to_vec()
+        }
+    } else {
+        cli.targets
+            .iter()
+            .map(|t| Kind::parse(t).with_context(|| format!("unknown target {t:?}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let scenarios = if cli.scenarios.is_empty() {
+        Scenario::ALL.to_vec()
+    } else {
+        cli.scenarios
+            .iter()
+            .map(|s| Scenario::parse(s).with_context(|| format!("unknown scenario {s:?}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let reps = cli.reps.unwrap_or(if cli.smoke { 1 } else { 3 });
+    if reps == 0 {
+        bail!("--reps must be at least 1");
+    }
+    let out = cli.out.unwrap_or_else(|| {
+        if cli.smoke {
+            workspace.join("target/bench-smoke")
+        } else {
+            workspace.join("bench/results").join(today())
+        }
+    });
+    let opts = Options {
+        smoke: cli.smoke,
+        targets,
+        scenarios,
+        reps,
+        out,
+        ferry: cli.ferry,
+        workspace,
+    };
+    let summary = driver::run(&opts)?;
+    println!("{}", summary.markdown);
+    println!("results: {}", summary.dir.display());
+    for (peer, reason) in &summary.skipped {
+        eprintln!("ferry-bench: SKIPPED {peer}: {reason}");
+    }
+    if summary.failures.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for f in &summary.failures {
+            eprintln!("ferry-bench: FAILED {f}");
+        }
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+fn upstream(listen: SocketAddr) -> anyhow::Result<ExitCode> {
+    // The parent holds our stdin; EOF means it is gone, so no upstream outlives a bench run.
+    std::thread::spawn(|| {
+        let mut sink = [0u8; 64];
+        while let Ok(n) = std::io::stdin().read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+        std::process::exit(0);
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let mut out = std::io::stdout();
+        writeln!(out, "listening {addr}")?;
+        out.flush()?;
+        ferry_bench::upstream::serve(listener).await;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,201 @@
+//! The scenarios and the A B A B … schedule: for each repetition, every target is started in
+//! turn, measured on every selected scenario, and stopped, so slow drifts of a shared machine
+//! spread over all targets instead of landing on one.
+
+mod measure;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::report::Sample;
+use crate::targets::{Kind, Target};
+
+/// One scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// HTTP/1.1 keep-alive small requests, closed loop.
+    H1Saturation,
+    /// h2c small requests, closed loop.
+    H2Saturation,
+    /// Open loop at 1,000 req/s.
+    Latency1k,
+    /// Open loop at 5,000 req/s.
+    Latency5k,
+    /// gRPC-style unary calls, 100 concurrent streams on one h2c connection.
+    GrpcUnary,
+    /// 1 MiB POSTs over HTTP/1.1.
+    Upload1Mib,
+    /// Time to the first server-sent event.
+    SseFirstEvent,
+    /// RSS idle and loaded.
+    Memory,
+    /// Spawn to the first proxied 200.
+    ColdStart,
+    /// 10 vs 10,000 routes.
+    Routes,
+}
+
+// === impl Scenario ===
+
+impl Scenario {
+    /// Every scenario, in run order.
+    pub const ALL: [Scenario; 10] = [
+        Scenario::ColdStart,
+        Scenario::Memory,
+        Scenario::H1Saturation,
+        Scenario::H2Saturation,
+        Scenario::Latency1k,
+        Scenario::Latency5k,
+        Scenario::GrpcUnary,
+        Scenario::Upload1Mib,
+        Scenario::SseFirstEvent,
+        Scenario::Routes,
+    ];
+
+    /// Name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::H1Saturation => "h1_saturation",
+            Scenario::H2Saturation => "h2_saturation",
+            Scenario::Latency1k => "latency_1k",
+            Scenario::Latency5k => "latency_5k",
+            Scenario::GrpcUnary => "grpc_unary",
+            Scenario::Upload1Mib => "upload_1mib",
+            Scenario::SseFirstEvent => "sse_first_event",
+            Scenario::Memory => "memory",
+            Scenario::ColdStart => "cold_start",
+            Scenario::Routes => "routes",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// How long and how hard each scenario runs.
+#[derive(Debug, Clone)]
+pub struct Sizing {
+    /// Closed-loop runs.
+    pub saturation: Duration,
+    /// Open-loop runs.
+    pub fixed_rate: Duration,
+    /// Route-table runs.
+    pub routes: Duration,
+    /// SSE requests per measurement.
+    pub sse_requests: usize,
+    /// Load before measuring, so pools and caches are warm.
+    pub warmup: Duration,
+    /// Route counts for the route-table scenario.
+    pub route_counts: Vec<usize>,
+}
+
+impl Sizing {
+    /// The CI size: every scenario for about a second.
+    pub fn smoke() -> Self {
+        Self {
+            saturation: Duration::from_secs(1),
+            fixed_rate: Duration::from_secs(1),
+            routes: Duration::from_millis(500),
+            sse_requests: 3,
+            warmup: Duration::ZERO,
+            route_counts: vec![10, 10_000],
+        }
+    }
+
+    /// The full size.
+    pub fn full() -> Self {
+        Self {
+            saturation: Duration::from_secs(4),
+            fixed_rate: Duration::from_secs(5),
+            routes: Duration::from_secs(3),
+            sse_requests: 10,
+            warmup: Duration::from_millis(500),
+            route_counts: vec![10, 10_000],
+        }
+    }
+}
+
+/// A whole benchmark run's settings.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Targets in schedule order.
+    pub targets: Vec<Target>,
+    /// Selected scenarios.
+    pub scenarios: Vec<Scenario>,
+    /// Repetitions.
+    pub reps: usize,
+    /// Durations and counts.
+    pub sizing: Sizing,
+    /// Where proxies get their configs and logs.
+    pub workdir: PathBuf,
+    /// The bench upstream.
+    pub upstream: SocketAddr,
+    /// Clock ticks per second for /proc.
+    pub ticks: f64,
+}
+
+/// Everything a run measured, and what failed.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Measurements.
+    pub samples: Vec<Sample>,
+    /// Failed scenarios, one line each.
+    pub failures: Vec<String>,
+}
+
+/// Runs the plan: repetitions × targets × scenarios.
+pub async fn run(plan: &Plan) -> Outcome {
+    let mut outcome = Outcome::default();
+    for rep in 0..plan.reps {
+        for target in &plan.targets {
+            eprintln!(
+                "ferry-bench: repetition {}/{}: {}",
+                rep + 1,
+                plan.reps,
+                target.kind.name()
+            );
+            let mut ctx = measure::Ctx::new(plan, target, rep);
+            if let Err(e) = ctx.base_scenarios().await {
+                outcome
+                    .failures
+                    .push(format!("{} rep {}: {e}", target.kind.name(), rep + 1));
+            }
+            if plan.scenarios.contains(&Scenario::Routes) && target.kind != Kind::Direct {
+                for &n in &plan.sizing.route_counts {
+                    if let Err(e) = ctx.routes(n).await {
+                        outcome.failures.push(format!(
+                            "{} rep {} routes {n}: {e}",
+                            target.kind.name(),
+                            rep + 1
+                        ));
+                    }
+                }
+            }
+            let (samples, failures) = ctx.finish();
+            outcome.samples.extend(samples);
+            outcome.failures.extend(failures);
+        }
+    }
+    outcome
+}
+
+/// Checks a scenario's error count: any failed request fails the scenario.
+pub(crate) fn check_errors(
+    scenario: &str,
+    target: Kind,
+    errors: u64,
+    first: Option<&str>,
+) -> Result<()> {
+    if errors == 0 {
+        return Ok(());
+    }
+    Err(crate::error::BenchError::Scenario {
+        scenario: scenario.to_owned(),
+        target: target.name().to_owned(),
+        reason: format!("{errors} failed requests, first: {}", first.unwrap_or("?")),
+    })
+}
