@@ -10,7 +10,8 @@ use crate::defaults;
 use crate::effective::finish;
 use crate::ir::{
     Action, Admin, Cluster, Config, Endpoints, HeaderEdits, LbPolicy, Listener, ListenerLimits,
-    OutlierDetection, Route, RouteMatch, Runtime, UpstreamProtocol, WeightedCluster,
+    OutlierDetection, Route, RouteMatch, Runtime, Translate, TranslateDirection, UpstreamProtocol,
+    WeightedCluster,
 };
 use crate::validate::Parts;
 
@@ -52,12 +53,31 @@ pub fn one_route_config(
     upstream: SocketAddr,
     admin: Option<SocketAddr>,
 ) -> Config {
+    one_route_translate_config(listen, upstream, admin, None)
+}
+
+/// [`one_route_config`] whose route translates in `direction` (OIP v2, default limits):
+/// `ferry run --listen A --upstream B --translate rest-to-grpc|grpc-to-rest`.
+pub fn one_route_translate_config(
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    admin: Option<SocketAddr>,
+    direction: Option<TranslateDirection>,
+) -> Config {
+    let mut main = listener("main", listen, "upstream");
+    for route in &mut main.routes {
+        route.translate = direction.map(|direction| Translate {
+            direction,
+            max_decoded_bytes: defaults::TRANSLATE_MAX_DECODED_BYTES,
+            upstream_binary: false,
+        });
+    }
     finish(Parts {
         admin: Admin {
             address: admin.unwrap_or(defaults::ADMIN_ADDRESS),
         },
         runtime: runtime(),
-        listeners: vec![listener("main", listen, "upstream")],
+        listeners: vec![main],
         clusters: vec![cluster(
             "upstream",
             Endpoints::Static(vec![upstream]),
@@ -93,6 +113,7 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             prefix_rewrite: None,
             timeout: Some(defaults::ROUTE_TIMEOUT),
             retry: None,
+            translate: None,
         }],
         limits: ListenerLimits {
             max_request_headers_bytes: defaults::MAX_REQUEST_HEADERS_BYTES,

@@ -58,3 +58,6 @@ pub const OUTLIER_EJECTION: Duration = Duration::from_secs(10);
 pub const OUTLIER_MAX_EJECTION: Duration = Duration::from_secs(5 * 60);
 /// `clusters[].outlier.max_ejection_percent`.
 pub const OUTLIER_MAX_EJECTION_PERCENT: u8 = 50;
+
+/// Default bound on a translated body and its decoded tensors: 64 MiB.
+pub const TRANSLATE_MAX_DECODED_BYTES: u64 = 64 * 1024 * 1024;

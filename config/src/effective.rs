@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::defaults::API_VERSION;
 use crate::ir::{
     Action, Cluster, Config, Endpoints, HeaderEdits, HeaderMatch, LbPolicy, Listener, PathMatch,
-    RetryOn, RetryPolicy, Route, RouteMatch, StringMatch, UpstreamProtocol,
+    RetryOn, RetryPolicy, Route, RouteMatch, StringMatch, TranslateDirection, UpstreamProtocol,
 };
 use crate::validate::{Parts, format_duration, format_percent};
 
@@ -103,6 +103,22 @@ fn route(r: &Route) -> Value {
     out.insert("timeout".into(), timeout.into());
     if let Some(retry) = &r.retry {
         out.insert("retry".into(), retry_policy(retry));
+    }
+    if let Some(t) = &r.translate {
+        let (from, to) = match t.direction {
+            TranslateDirection::RestToGrpc => ("rest", "grpc"),
+            TranslateDirection::GrpcToRest => ("grpc", "rest"),
+        };
+        let mut spec = json!({
+            "from": from,
+            "to": to,
+            "protocol": "oip-v2",
+            "max_decoded_bytes": t.max_decoded_bytes,
+        });
+        if t.direction == TranslateDirection::GrpcToRest {
+            spec["upstream_binary"] = t.upstream_binary.into();
+        }
+        out.insert("translate".into(), spec);
     }
     Value::Object(out)
 }

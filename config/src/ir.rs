@@ -92,6 +92,28 @@ pub struct Route {
     pub timeout: Option<Duration>,
     /// Retry policy; `None` = no retries.
     pub retry: Option<RetryPolicy>,
+    /// REST ⇄ gRPC translation; `None` = forward as is.
+    pub translate: Option<Translate>,
+}
+
+/// A route's protocol translation (Open Inference Protocol v2, the only mapping so far).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Translate {
+    /// Which way.
+    pub direction: TranslateDirection,
+    /// Bound on a translated body and on its decoded tensors, in bytes. Default 64 MiB.
+    pub max_decoded_bytes: u64,
+    /// gRPC → REST: the upstream supports the binary tensor extension. Default false.
+    pub upstream_binary: bool,
+}
+
+/// Which way a route translates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TranslateDirection {
+    /// REST callers, gRPC upstream.
+    RestToGrpc,
+    /// gRPC callers, REST upstream.
+    GrpcToRest,
 }
 
 /// Conditions on a request. Absent conditions always match.

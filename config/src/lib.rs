@@ -19,7 +19,7 @@ pub mod raw;
 mod validate;
 mod yaml;
 
-pub use builtin::{DEFAULT_YAML, default_config, one_route_config};
+pub use builtin::{DEFAULT_YAML, default_config, one_route_config, one_route_translate_config};
 pub use error::{ConfigError, ConfigErrors};
 pub use ir::*;
 pub use parse::{load, parse};

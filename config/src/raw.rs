@@ -15,7 +15,8 @@ mod shorthand;
 pub use cluster::{DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol};
 pub use route::{
     DirectResponseSpec, HeaderEditsSpec, HeaderMatchSpec, ModelMatchSpec, PathMatchSpec,
-    PrefixRewriteSpec, RawRoute, RetryOnSpec, RetrySpec, RouteMatchSpec,
+    PrefixRewriteSpec, RawRoute, RetryOnSpec, RetrySpec, RouteMatchSpec, TranslateProtocolSpec,
+    TranslateSpec, WireSpec,
 };
 pub use scalars::{DurationText, HeaderNameText, HostPortText, PercentText, SocketAddrText, Text};
 pub use shorthand::{HeaderValues, MatchSpec, Methods, StringMatchSpec, To, WeightedTarget};

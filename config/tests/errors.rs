@@ -317,7 +317,7 @@ fn unknown_fields_name_the_field_and_list_the_expected_ones() {
     );
     assert_eq!(
         one_error(&with_route("        to: up\n        tiemout: 1s\n")),
-        r#"routes.yaml:8:9: listeners[0].routes[0].tiemout: unknown field "tiemout" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry)"#
+        r#"routes.yaml:8:9: listeners[0].routes[0].tiemout: unknown field "tiemout" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate)"#
     );
     assert_eq!(
         one_error(&with_route("        to: [{ cluster: up, wieght: 2 }]\n")),
@@ -353,7 +353,7 @@ fn unknown_fields_are_reported_with_every_other_error() {
         all,
         vec![
             r#"routes.yaml:7:13: listeners[0].routes[0].to: unknown cluster "nowhere" (expected one of: up)"#,
-            r#"routes.yaml:8:9: listeners[0].routes[0].colour: unknown field "colour" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry)"#,
+            r#"routes.yaml:8:9: listeners[0].routes[0].colour: unknown field "colour" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate)"#,
             r#"routes.yaml:9:18: listeners[0].routes[0].timeout: invalid duration "5 sec" (expected e.g. "500ms", "2s", "5m")"#,
             r#"routes.yaml:13:5: clusters[0].bogus: unknown field "bogus" (expected one of: name, endpoints, dns, original_authority, protocol, lb, connect_timeout, idle_timeout, outlier)"#,
         ]
@@ -454,4 +454,38 @@ fn error_fields_match_display() {
         e.to_string(),
         format!("f.yaml:1:13: apiVersion: {}", e.message)
     );
+}
+
+#[test]
+fn bad_translate() {
+    let got = errors(&with_route(
+        "        to: up\n        translate: { from: rest, to: rest, max_decoded_bytes: 0, upstream_binary: true }\n",
+    ));
+    assert_eq!(
+        got,
+        vec![
+            r#"routes.yaml:8:38: listeners[0].routes[0].translate.to: from and to are both rest (expected from: rest, to: grpc or from: grpc, to: rest)"#,
+            r#"routes.yaml:8:63: listeners[0].routes[0].translate.max_decoded_bytes: invalid limit 0 (expected a number of bytes > 0, e.g. 67108864)"#,
+            r#"routes.yaml:8:83: listeners[0].routes[0].translate.upstream_binary: only applies to from: grpc, to: rest (expected it omitted)"#,
+        ]
+    );
+    let unknown = one_error(&with_route(
+        "        to: up\n        translate: { from: rest, to: grpc, protocol: descriptor }\n",
+    ));
+    assert!(unknown.starts_with("routes.yaml:8:"), "{unknown}");
+    assert!(unknown.contains("oip-v2"), "{unknown}");
+}
+
+#[test]
+fn translate_shows_in_the_effective_config() {
+    let text = with_route("        to: up\n        translate: { from: grpc, to: rest }\n");
+    let config = ferry_config::parse("routes.yaml", &text).unwrap();
+    let route = &config.effective_json["listeners"][0]["routes"][0];
+    assert_eq!(
+        route["translate"],
+        serde_json::json!({"from": "grpc", "to": "rest", "protocol": "oip-v2",
+            "max_decoded_bytes": 67108864, "upstream_binary": false})
+    );
+    let t = config.listeners[0].routes[0].translate.unwrap();
+    assert_eq!(t.direction, ferry_config::TranslateDirection::GrpcToRest);
 }

@@ -4,3 +4,4 @@
 //! small settings type, and the proxy wires config into them.
 
 pub mod model_name;
+pub mod translate;

@@ -6,6 +6,7 @@
 //! every error becomes the answer from [`crate::failure`].
 
 mod attempt;
+pub(crate) mod translate;
 mod tunnel;
 
 use std::net::SocketAddr;
@@ -199,6 +200,19 @@ async fn route_and_forward(
         parts.headers.insert(HOST, a);
     }
 
+    let mut pending = None;
+    if let Some(translator) = &route.translator {
+        match translate::request(translator, parts, body).await {
+            Ok((p, b, t)) => {
+                (parts, body, pending) = (p, b, Some(t));
+            }
+            Err(mut answer) => {
+                edit_headers(answer.headers_mut(), &route.config.response_headers);
+                return Ok(answer);
+            }
+        }
+    }
+
     let attempt = attempt::Attempts {
         route: &route,
         listener: &listener.name,
@@ -208,6 +222,11 @@ async fn route_and_forward(
         metrics,
     };
     let resp = attempt.run(parts, body, &mut outcome.forwarded).await?;
+    if let Some(pending) = pending {
+        let mut resp = translate::response(pending, resp).await;
+        edit_headers(resp.headers_mut(), &route.config.response_headers);
+        return Ok(resp);
+    }
     let (mut rparts, rbody) = resp.into_parts();
     let switching = rparts.status == StatusCode::SWITCHING_PROTOCOLS;
     headers::strip_hop_by_hop(&mut rparts.headers, switching);

@@ -56,12 +56,25 @@ struct RunArgs {
     /// Admin address for --listen/--upstream mode (default 127.0.0.1:15000).
     #[arg(long, requires = "listen")]
     admin: Option<SocketAddr>,
+    /// With --listen/--upstream: translate Open Inference Protocol traffic on the way
+    /// (`rest-to-grpc`: REST callers, gRPC server; `grpc-to-rest`: the reverse).
+    #[arg(long, requires = "listen", value_enum)]
+    translate: Option<TranslateArg>,
     /// Write the bound addresses here as JSON once listening (useful with port 0).
     #[arg(long)]
     bound_addresses_file: Option<PathBuf>,
     /// Worker threads (overrides the config's runtime.worker_threads).
     #[arg(long)]
     worker_threads: Option<usize>,
+}
+
+/// `--translate` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum TranslateArg {
+    /// REST callers, gRPC upstream.
+    RestToGrpc,
+    /// gRPC callers, REST upstream.
+    GrpcToRest,
 }
 
 fn main() -> ExitCode {
@@ -159,7 +172,11 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         },
         (None, Some(listen), Some(upstream)) => {
-            ferry_config::one_route_config(listen, upstream, args.admin)
+            let direction = args.translate.map(|t| match t {
+                TranslateArg::RestToGrpc => ferry_config::TranslateDirection::RestToGrpc,
+                TranslateArg::GrpcToRest => ferry_config::TranslateDirection::GrpcToRest,
+            });
+            ferry_config::one_route_translate_config(listen, upstream, args.admin, direction)
         }
         _ => ferry_config::default_config(),
     };

@@ -51,6 +51,8 @@ pub struct RouteEntry {
     pub budget: Option<TpsBudget>,
     /// The configured model name (metric label), or empty.
     pub model_label: Arc<str>,
+    /// The route's REST ⇄ gRPC translator, if it has `translate`.
+    pub translator: Option<ferry_filters::translate::Translator>,
     /// `ferry_request_duration_seconds` of this route, registered once.
     pub duration: prometheus_client::metrics::histogram::Histogram,
 }
@@ -169,6 +171,7 @@ impl RouteEntry {
             total_weight: total,
             budget,
             model_label,
+            translator: crate::forward::translate::translator(r.translate.as_ref()),
             duration,
         })
     }

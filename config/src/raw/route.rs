@@ -30,6 +30,47 @@ pub struct RawRoute {
     pub timeout: Option<DurationText>,
     /// Retry policy; omitted = no retries.
     pub retry: Option<RetrySpec>,
+    /// Protocol translation between REST and gRPC; omitted = forward as is.
+    pub translate: Option<TranslateSpec>,
+}
+
+/// Protocol translation on a route: `{from: rest, to: grpc, protocol: oip-v2}` or the reverse.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Translate")]
+pub struct TranslateSpec {
+    /// What the callers speak.
+    pub from: WireSpec,
+    /// What the upstream speaks.
+    pub to: WireSpec,
+    /// The API mapping. Default `oip-v2` (Open Inference Protocol / KServe v2).
+    pub protocol: Option<TranslateProtocolSpec>,
+    /// Largest request or response body, and largest total of decoded tensor bytes, one
+    /// translated message may have; over it: 413 / RESOURCE_EXHAUSTED. Default 67108864.
+    pub max_decoded_bytes: Option<u64>,
+    /// `from: grpc` only: the REST upstream supports the binary tensor extension (KServe,
+    /// Triton; not MLServer 1.7), so tensors travel as binary sections, not JSON. Default false.
+    pub upstream_binary: Option<bool>,
+}
+
+/// One side of a translation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(rename = "Wire")]
+pub enum WireSpec {
+    /// HTTP/JSON (OIP REST, with the binary tensor extension).
+    Rest,
+    /// gRPC over HTTP/2.
+    Grpc,
+}
+
+/// A translation mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[schemars(rename = "TranslateProtocol")]
+pub enum TranslateProtocolSpec {
+    /// Open Inference Protocol v2: REST JSON ⇄ `inference.GRPCInferenceService`.
+    #[serde(rename = "oip-v2")]
+    OipV2,
 }
 
 /// Route conditions; all present conditions must hold.

@@ -8,11 +8,12 @@ use super::matchers::route_match;
 use super::values::{header_name, header_value, parse_duration, parse_percent};
 use crate::defaults;
 use crate::ir::{
-    Action, DirectResponse, HeaderEdits, PrefixRewrite, RetryOn, RetryPolicy, Route,
-    WeightedCluster,
+    Action, DirectResponse, HeaderEdits, PrefixRewrite, RetryOn, RetryPolicy, Route, Translate,
+    TranslateDirection, WeightedCluster,
 };
 use crate::raw::{
     DirectResponseSpec, HeaderEditsSpec, HeaderValues, RawRoute, RetryOnSpec, RetrySpec, To,
+    TranslateSpec, WireSpec,
 };
 
 pub(super) fn routes(
@@ -104,6 +105,10 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str]) -> Rout
             .retry
             .as_ref()
             .map(|spec| retry(ctx, &format!("{path}.retry"), spec)),
+        translate: r
+            .translate
+            .as_ref()
+            .and_then(|spec| translate(ctx, &format!("{path}.translate"), spec)),
     }
 }
 
@@ -287,4 +292,46 @@ fn retry_on(spec: RetryOnSpec) -> RetryOn {
         RetryOnSpec::Unavailable => RetryOn::Unavailable,
         RetryOnSpec::ResourceExhausted => RetryOn::ResourceExhausted,
     }
+}
+
+fn translate(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Translate> {
+    let direction = match (spec.from, spec.to) {
+        (WireSpec::Rest, WireSpec::Grpc) => Some(TranslateDirection::RestToGrpc),
+        (WireSpec::Grpc, WireSpec::Rest) => Some(TranslateDirection::GrpcToRest),
+        (same, _) => {
+            let name = match same {
+                WireSpec::Rest => "rest",
+                WireSpec::Grpc => "grpc",
+            };
+            ctx.error(
+                &format!("{path}.to"),
+                format!(
+                    "from and to are both {name} (expected from: rest, to: grpc or from: grpc, to: rest)"
+                ),
+            );
+            None
+        }
+    };
+    let max_decoded_bytes = match spec.max_decoded_bytes {
+        None => Some(defaults::TRANSLATE_MAX_DECODED_BYTES),
+        Some(0) => {
+            ctx.error(
+                &format!("{path}.max_decoded_bytes"),
+                "invalid limit 0 (expected a number of bytes > 0, e.g. 67108864)",
+            );
+            None
+        }
+        Some(n) => Some(n),
+    };
+    if spec.upstream_binary.is_some() && spec.from != WireSpec::Grpc {
+        ctx.error(
+            &format!("{path}.upstream_binary"),
+            "only applies to from: grpc, to: rest (expected it omitted)",
+        );
+    }
+    Some(Translate {
+        direction: direction?,
+        max_decoded_bytes: max_decoded_bytes?,
+        upstream_binary: spec.upstream_binary.unwrap_or(false),
+    })
 }

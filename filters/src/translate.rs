@@ -1,0 +1,109 @@
+//! Open Inference Protocol (KServe v2) translation between REST JSON and gRPC, per route.
+//!
+//! Place in the stack: after authorization and rate limiting, before timeouts and retries
+//! (the translated request is what gets retried). Settings: [`TranslateSettings`] —
+//! [`Direction`], a [`MaxDecodedBytes`] limit that bounds the collected body and the decoded
+//! tensors, and whether the REST upstream understands the binary tensor extension.
+//!
+//! - **REST → gRPC**: every REST endpoint (health, server and model metadata, model ready,
+//!   infer, with or without a version) becomes its `inference.GRPCInferenceService` rpc. JSON
+//!   `data` (flat or nested) is decoded straight into the packed protobuf field; binary-extension
+//!   sections become `raw_input_contents` as slices of the body. The answer returns as JSON
+//!   `data` or binary sections, as the caller asked (`binary_data`, `binary_data_output`).
+//! - **gRPC → REST**: the reverse, for gRPC callers of REST-only servers; raw tensors go as
+//!   binary sections when the upstream supports them, as JSON `data` otherwise.
+//!
+//! Failures: bad input is answered 400 / INVALID_ARGUMENT naming the tensor and the fault,
+//! without calling the upstream; a body or decoded tensors over the limit 413 /
+//! RESOURCE_EXHAUSTED; an unknown endpoint 404 / UNIMPLEMENTED; upstream errors map by the
+//! table in [`http_for_grpc`] / [`grpc_for_http`], with `{"error": "<message>"}` for REST.
+
+mod body;
+mod datatype;
+mod endpoint;
+mod error;
+mod grpc_frame;
+mod grpc_message;
+mod grpc_to_rest;
+mod json_in;
+mod json_out;
+mod layer;
+mod params;
+pub mod pb;
+mod raw;
+mod rest_to_grpc;
+mod service;
+mod tensor;
+
+#[cfg(test)]
+mod tests;
+
+pub use self::body::ChunksBody;
+pub use self::datatype::{ALL as ALL_DATATYPES, DataType};
+pub use self::endpoint::{Endpoint, Rpc};
+pub use self::error::{TranslateError, code, grpc_for_http, http_for_grpc};
+pub use self::layer::{OipTranslate, OipTranslateLayer};
+pub use self::service::{
+    INFERENCE_HEADER_CONTENT_LENGTH, Pending, Translator, grpc_error, rest_error,
+};
+
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
+
+/// The error type of boxed bodies and of the layer.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body type the translator produces (and the proxy uses throughout).
+pub type TranslateBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// Which way a route translates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// REST callers, gRPC upstream.
+    RestToGrpc,
+    /// gRPC callers, REST upstream.
+    GrpcToRest,
+}
+
+/// Largest body, and largest total of decoded tensor bytes, one message may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxDecodedBytes(pub u64);
+
+impl Default for MaxDecodedBytes {
+    fn default() -> Self {
+        MaxDecodedBytes(64 * 1024 * 1024)
+    }
+}
+
+/// A route's translation settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranslateSettings {
+    /// Which way to translate.
+    pub direction: Direction,
+    /// Bound on the collected body and on decoded tensors.
+    pub max_decoded_bytes: MaxDecodedBytes,
+    /// gRPC → REST only: the REST upstream supports the binary tensor extension (KServe,
+    /// Triton; not MLServer 1.7). Without it tensors travel as JSON `data`.
+    pub upstream_binary: bool,
+}
+
+/// Public entry points for benches and fuzzing: the pure mapping functions without I/O.
+pub mod mapping {
+    use std::collections::VecDeque;
+
+    use bytes::Bytes;
+
+    use super::endpoint::Endpoint;
+    use super::error::TranslateError;
+
+    /// REST request body (JSON, or JSON header + binary sections when `header_len` is given)
+    /// for `ep` → the framed gRPC request body chunks.
+    pub fn rest_request_to_grpc(
+        ep: &Endpoint,
+        body: Bytes,
+        header_len: Option<&str>,
+        limit: u64,
+    ) -> Result<VecDeque<Bytes>, TranslateError> {
+        super::rest_to_grpc::request(ep, body, header_len, limit).map(|(chunks, _)| chunks)
+    }
+}

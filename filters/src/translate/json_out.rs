@@ -1,0 +1,289 @@
+//! Writing OIP REST JSON: tensors straight from raw bytes or typed contents into the output
+//! buffer, numbers formatted by serde_json's formatter (ryu / itoa), no intermediate tree.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+
+use serde_json::ser::{CompactFormatter, Formatter};
+
+use super::datatype::DataType;
+use super::pb::{InferParameter, InferTensorContents, infer_parameter::ParameterChoice};
+use super::raw;
+use super::tensor::BINARY_DATA_SIZE;
+
+/// Where a tensor's values come from when written as JSON.
+pub(crate) enum DataRef<'a> {
+    /// The raw little-endian form.
+    Raw(&'a [u8]),
+    /// Typed protobuf contents.
+    Contents(&'a InferTensorContents),
+    /// Sent as a binary section of this many bytes (`binary_data_size` instead of `data`).
+    Binary(usize),
+}
+
+/// Appends a JSON string.
+pub(crate) fn string(buf: &mut Vec<u8>, s: &str) {
+    // Writing to a Vec cannot fail and a &str always serializes.
+    let _ = serde_json::to_writer(&mut *buf, s);
+}
+
+/// Appends `"key":` (with a leading comma unless `first`).
+pub(crate) fn key(buf: &mut Vec<u8>, k: &str, first: bool) {
+    if !first {
+        buf.push(b',');
+    }
+    string(buf, k);
+    buf.push(b':');
+}
+
+/// Appends a parameters object (bare values, as REST JSON has them).
+pub(crate) fn params(
+    buf: &mut Vec<u8>,
+    p: &HashMap<String, InferParameter>,
+    extra: Option<(&str, usize)>,
+) {
+    buf.push(b'{');
+    let mut first = true;
+    let mut names: Vec<&String> = p.keys().collect();
+    // Sorted for a deterministic body (golden tests, caching).
+    names.sort();
+    for name in names {
+        let Some(choice) = p.get(name).and_then(|v| v.parameter_choice.as_ref()) else {
+            continue;
+        };
+        // Written only from `extra`, describing this body's own sections.
+        if name == BINARY_DATA_SIZE || extra.is_some_and(|(k, _)| k == name) {
+            continue;
+        }
+        key(buf, name, first);
+        first = false;
+        param(buf, choice);
+    }
+    if let Some((k, v)) = extra {
+        key(buf, k, first);
+        let _ = write!(buf, "{v}");
+    }
+    buf.push(b'}');
+}
+
+fn param(buf: &mut Vec<u8>, choice: &ParameterChoice) {
+    let mut f = CompactFormatter;
+    let _ = match choice {
+        ParameterChoice::BoolParam(b) => f.write_bool(buf, *b),
+        ParameterChoice::Int64Param(v) => f.write_i64(buf, *v),
+        ParameterChoice::Uint64Param(v) => f.write_u64(buf, *v),
+        ParameterChoice::DoubleParam(v) => {
+            float64(buf, *v);
+            Ok(())
+        }
+        ParameterChoice::StringParam(s) => {
+            string(buf, s);
+            Ok(())
+        }
+    };
+}
+
+fn float64(buf: &mut Vec<u8>, v: f64) {
+    if v.is_finite() {
+        let _ = CompactFormatter.write_f64(buf, v);
+    } else {
+        // JSON has no NaN or infinity; null is what serde_json and Python's strict mode emit.
+        buf.extend_from_slice(b"null");
+    }
+}
+
+fn float32(buf: &mut Vec<u8>, v: f32) {
+    if v.is_finite() {
+        let _ = CompactFormatter.write_f32(buf, v);
+    } else {
+        buf.extend_from_slice(b"null");
+    }
+}
+
+/// Appends a shape array.
+pub(crate) fn shape(buf: &mut Vec<u8>, s: &[i64]) {
+    buf.push(b'[');
+    for (i, d) in s.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        let _ = CompactFormatter.write_i64(buf, *d);
+    }
+    buf.push(b']');
+}
+
+/// Appends one tensor object: name, datatype, shape, parameters, and `data` or
+/// `binary_data_size`. Fails only for BYTES that are not UTF-8 (JSON strings cannot hold them)
+/// or a malformed raw tensor.
+pub(crate) fn tensor(
+    buf: &mut Vec<u8>,
+    name: &str,
+    dt: DataType,
+    shape_dims: &[i64],
+    p: &HashMap<String, InferParameter>,
+    data: DataRef<'_>,
+) -> Result<(), String> {
+    buf.push(b'{');
+    key(buf, "name", true);
+    string(buf, name);
+    key(buf, "datatype", false);
+    string(buf, dt.as_str());
+    key(buf, "shape", false);
+    shape(buf, shape_dims);
+    match data {
+        DataRef::Binary(size) => {
+            key(buf, "parameters", false);
+            params(buf, p, Some(("binary_data_size", size)));
+        }
+        other => {
+            // An upstream may tag tensors with its own transport's `binary_data_size` (KServe
+            // does for raw gRPC outputs); on a JSON tensor it would tell the caller to look for
+            // a binary section that is not there.
+            if p.keys().any(|k| k != BINARY_DATA_SIZE) {
+                key(buf, "parameters", false);
+                params(buf, p, None);
+            }
+            key(buf, "data", false);
+            match other {
+                DataRef::Raw(bytes) => raw_data(buf, dt, bytes)?,
+                DataRef::Contents(c) => contents_data(buf, dt, c)?,
+                DataRef::Binary(_) => {}
+            }
+        }
+    }
+    buf.push(b'}');
+    Ok(())
+}
+
+fn list<T>(
+    buf: &mut Vec<u8>,
+    items: impl Iterator<Item = T>,
+    mut each: impl FnMut(&mut Vec<u8>, T),
+) {
+    buf.push(b'[');
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        each(buf, item);
+    }
+    buf.push(b']');
+}
+
+fn bytes_elem(buf: &mut Vec<u8>, e: &[u8]) -> Result<(), String> {
+    let s = std::str::from_utf8(e)
+        .map_err(|_| "BYTES element is not UTF-8 and has no JSON form".to_owned())?;
+    string(buf, s);
+    Ok(())
+}
+
+/// Appends a JSON array from a raw tensor.
+pub(crate) fn raw_data(buf: &mut Vec<u8>, dt: DataType, bytes: &[u8]) -> Result<(), String> {
+    let size = dt.size().unwrap_or(1);
+    if dt.size().is_some() && !bytes.len().is_multiple_of(size) {
+        return Err(format!(
+            "raw {} tensor of {} bytes",
+            dt.as_str(),
+            bytes.len()
+        ));
+    }
+    let chunks = bytes.chunks_exact(size);
+    let mut f = CompactFormatter;
+    // Estimate: ~12 bytes of text per element, reserved once instead of regrown.
+    buf.reserve(bytes.len() / size * 12 / 4);
+    match dt {
+        DataType::Bool => list(buf, chunks, |b, c| {
+            let _ = f.write_bool(b, c[0] != 0);
+        }),
+        DataType::Int8 => list(buf, chunks, |b, c| {
+            let _ = f.write_i8(b, c[0] as i8);
+        }),
+        DataType::Int16 => list(buf, chunks, |b, c| {
+            let _ = f.write_i16(b, i16::from_le_bytes([c[0], c[1]]));
+        }),
+        DataType::Int32 => list(buf, chunks, |b, c| {
+            let _ = f.write_i32(b, i32::from_le_bytes(raw::arr4(c)));
+        }),
+        DataType::Int64 => list(buf, chunks, |b, c| {
+            let _ = f.write_i64(b, i64::from_le_bytes(raw::arr8(c)));
+        }),
+        DataType::Uint8 => list(buf, chunks, |b, c| {
+            let _ = f.write_u8(b, c[0]);
+        }),
+        DataType::Uint16 => list(buf, chunks, |b, c| {
+            let _ = f.write_u16(b, u16::from_le_bytes([c[0], c[1]]));
+        }),
+        DataType::Uint32 => list(buf, chunks, |b, c| {
+            let _ = f.write_u32(b, u32::from_le_bytes(raw::arr4(c)));
+        }),
+        DataType::Uint64 => list(buf, chunks, |b, c| {
+            let _ = f.write_u64(b, u64::from_le_bytes(raw::arr8(c)));
+        }),
+        DataType::Fp32 => list(buf, chunks, |b, c| {
+            float32(b, f32::from_le_bytes(raw::arr4(c)))
+        }),
+        DataType::Fp64 => list(buf, chunks, |b, c| {
+            float64(b, f64::from_le_bytes(raw::arr8(c)))
+        }),
+        DataType::Bytes => {
+            buf.push(b'[');
+            for (i, e) in raw::bytes_elements(bytes).enumerate() {
+                if i > 0 {
+                    buf.push(b',');
+                }
+                bytes_elem(buf, e?)?;
+            }
+            buf.push(b']');
+        }
+        DataType::Fp16 | DataType::Bf16 => {
+            return Err(format!("{} has no JSON form", dt.as_str()));
+        }
+    }
+    Ok(())
+}
+
+/// Appends a JSON array from typed contents.
+pub(crate) fn contents_data(
+    buf: &mut Vec<u8>,
+    dt: DataType,
+    c: &InferTensorContents,
+) -> Result<(), String> {
+    let mut f = CompactFormatter;
+    match dt {
+        DataType::Bool => list(buf, c.bool_contents.iter(), |b, v| {
+            let _ = f.write_bool(b, *v);
+        }),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 => {
+            list(buf, c.int_contents.iter(), |b, v| {
+                let _ = f.write_i32(b, *v);
+            })
+        }
+        DataType::Int64 => list(buf, c.int64_contents.iter(), |b, v| {
+            let _ = f.write_i64(b, *v);
+        }),
+        DataType::Uint8 | DataType::Uint16 | DataType::Uint32 => {
+            list(buf, c.uint_contents.iter(), |b, v| {
+                let _ = f.write_u32(b, *v);
+            })
+        }
+        DataType::Uint64 => list(buf, c.uint64_contents.iter(), |b, v| {
+            let _ = f.write_u64(b, *v);
+        }),
+        DataType::Fp32 => list(buf, c.fp32_contents.iter(), |b, v| float32(b, *v)),
+        DataType::Fp64 => list(buf, c.fp64_contents.iter(), |b, v| float64(b, *v)),
+        DataType::Bytes => {
+            buf.push(b'[');
+            for (i, e) in c.bytes_contents.iter().enumerate() {
+                if i > 0 {
+                    buf.push(b',');
+                }
+                bytes_elem(buf, e)?;
+            }
+            buf.push(b']');
+        }
+        DataType::Fp16 | DataType::Bf16 => {
+            return Err(format!("{} has no JSON form", dt.as_str()));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! Checking one JSON tensor against its datatype and shape, and binding binary-extension
+//! sections to tensors as slices of the received body.
+
+use std::collections::{HashMap, HashSet};
+
+use bytes::Bytes;
+
+use super::datatype::DataType;
+use super::error::TranslateError;
+use super::json_in::{Budget, JsonTensor, declared_count};
+use super::pb::{InferParameter, InferTensorContents, infer_parameter::ParameterChoice};
+use super::raw;
+
+/// The binary-extension parameter on a tensor: the size of its section.
+pub(crate) const BINARY_DATA_SIZE: &str = "binary_data_size";
+
+/// A checked tensor.
+#[derive(Debug)]
+pub(crate) struct Tensor {
+    pub(crate) name: String,
+    pub(crate) dt: DataType,
+    pub(crate) shape: Vec<i64>,
+    pub(crate) parameters: HashMap<String, InferParameter>,
+    pub(crate) data: TensorData,
+}
+
+/// A tensor's values.
+#[derive(Debug)]
+pub(crate) enum TensorData {
+    /// Raw little-endian bytes (a binary section, a slice of the body).
+    Raw(Bytes),
+    /// Typed contents decoded from JSON.
+    Typed(InferTensorContents),
+}
+
+/// Binary sections after the JSON header, handed out in tensor order.
+pub(crate) struct Sections {
+    tail: Bytes,
+    offset: usize,
+}
+
+// === impl Sections ===
+
+impl Sections {
+    pub(crate) fn new(tail: Bytes) -> Self {
+        Sections { tail, offset: 0 }
+    }
+
+    fn take(&mut self, size: u64, label: &str) -> Result<Bytes, TranslateError> {
+        let available = self.tail.len() - self.offset;
+        let end = usize::try_from(size)
+            .ok()
+            .filter(|&s| s <= available)
+            .map(|s| self.offset + s)
+            .ok_or_else(|| {
+                TranslateError::BadRequest(format!(
+                    "{label}: binary_data_size {size} exceeds the {available} bytes left in the body"
+                ))
+            })?;
+        let section = self.tail.slice(self.offset..end);
+        self.offset = end;
+        Ok(section)
+    }
+
+    /// Checks every byte after the JSON header belonged to some tensor.
+    pub(crate) fn finish(self) -> Result<(), TranslateError> {
+        let left = self.tail.len() - self.offset;
+        if left == 0 {
+            Ok(())
+        } else {
+            Err(TranslateError::BadRequest(format!(
+                "binary sections add up to {} bytes but the body has {} after the JSON header",
+                self.offset,
+                self.tail.len()
+            )))
+        }
+    }
+}
+
+/// Checks tensor `index` of `list` ("input"/"output") and binds its data.
+pub(crate) fn check(
+    list: &str,
+    index: usize,
+    t: JsonTensor,
+    names: &mut HashSet<String>,
+    sections: &mut Sections,
+    budget: &Budget,
+) -> Result<Tensor, TranslateError> {
+    let bad = TranslateError::BadRequest;
+    let name = match t.name {
+        Some(n) if !n.is_empty() => n,
+        _ => return Err(bad(format!("{list} {index} has no name"))),
+    };
+    let label = format!("{list} {name:?}");
+    if !names.insert(name.clone()) {
+        return Err(bad(format!("{label}: duplicate tensor name")));
+    }
+    let datatype = t
+        .datatype
+        .ok_or_else(|| bad(format!("{label}: missing datatype")))?;
+    let dt = DataType::parse(&datatype)
+        .ok_or_else(|| bad(format!("{label}: unknown datatype {datatype:?}")))?;
+    let shape = t
+        .shape
+        .ok_or_else(|| bad(format!("{label}: missing shape")))?;
+    let declared = declared_count(&shape).ok_or_else(|| {
+        bad(format!(
+            "{label}: invalid shape {shape:?} (negative dimension or too many elements)"
+        ))
+    })?;
+    let mut parameters = t.parameters;
+    let binary = match parameters.remove(BINARY_DATA_SIZE) {
+        None => None,
+        Some(p) => Some(match p.parameter_choice {
+            Some(ParameterChoice::Int64Param(n)) if n >= 0 => n.unsigned_abs(),
+            Some(ParameterChoice::Uint64Param(n)) => n,
+            _ => {
+                return Err(bad(format!(
+                    "{label}: binary_data_size must be a non-negative integer"
+                )));
+            }
+        }),
+    };
+    let (data, count) = match (binary, t.data) {
+        (Some(_), Some(_)) => {
+            return Err(bad(format!("{label}: has both data and binary_data_size")));
+        }
+        (None, None) => {
+            return Err(bad(format!(
+                "{label}: has neither data nor binary_data_size"
+            )));
+        }
+        (Some(size), None) => {
+            let section = sections.take(size, &label)?;
+            if !budget.charge(size) {
+                return Err(budget.too_large());
+            }
+            let count = raw::count(dt, &section).map_err(|e| bad(format!("{label}: {e}")))?;
+            (TensorData::Raw(section), count)
+        }
+        (None, Some(decoded)) => {
+            let (contents, count) = decoded
+                .resolve(dt, budget)
+                .map_err(|e| bad(format!("{label}: {e}")))?;
+            (TensorData::Typed(contents), count)
+        }
+    };
+    if count != declared {
+        return Err(bad(format!(
+            "{label}: shape {shape:?} needs {declared} elements but data has {count}"
+        )));
+    }
+    Ok(Tensor {
+        name,
+        dt,
+        shape,
+        parameters,
+        data,
+    })
+}
+
+/// Removes a boolean transport parameter (`binary_data`, `binary_data_output`).
+pub(crate) fn take_flag(
+    params: &mut HashMap<String, InferParameter>,
+    key: &str,
+    label: &str,
+) -> Result<Option<bool>, TranslateError> {
+    match params.remove(key).and_then(|p| p.parameter_choice) {
+        None => Ok(None),
+        Some(ParameterChoice::BoolParam(b)) => Ok(Some(b)),
+        Some(_) => Err(TranslateError::BadRequest(format!(
+            "{label}: {key} must be true or false"
+        ))),
+    }
+}

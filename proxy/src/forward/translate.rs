@@ -1,0 +1,47 @@
+//! Routes with `translate`: the request goes through the OIP translator before forwarding
+//! (retries and timeouts then apply to the translated request) and the upstream's answer
+//! through it on the way back. The filter itself lives in `ferry_filters::translate`.
+
+use ferry_config::{Translate, TranslateDirection};
+use ferry_filters::translate::{
+    Direction, MaxDecodedBytes, Pending, TranslateSettings, Translator,
+};
+use http::{Request, Response};
+use hyper::body::Incoming;
+
+use crate::body::ProxyBody;
+
+/// The translator for a route's config, built once per config load.
+pub(crate) fn translator(config: Option<&Translate>) -> Option<Translator> {
+    config.map(|t| {
+        Translator::new(TranslateSettings {
+            direction: match t.direction {
+                TranslateDirection::RestToGrpc => Direction::RestToGrpc,
+                TranslateDirection::GrpcToRest => Direction::GrpcToRest,
+            },
+            max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
+            upstream_binary: t.upstream_binary,
+        })
+    })
+}
+
+/// Translates the request; `Err` is the caller's answer (bad input, the upstream is skipped).
+pub(super) async fn request(
+    translator: &Translator,
+    parts: http::request::Parts,
+    body: ProxyBody,
+) -> Result<(http::request::Parts, ProxyBody, Pending), Response<ProxyBody>> {
+    let (req, pending) = translator
+        .request(Request::from_parts(parts, body))
+        .await
+        .inspect_err(|answer| {
+            tracing::debug!(status = %answer.status(), "translation refused the request");
+        })?;
+    let (parts, body) = req.into_parts();
+    Ok((parts, body, pending))
+}
+
+/// Translates the upstream's response for the caller.
+pub(super) async fn response(pending: Pending, resp: Response<Incoming>) -> Response<ProxyBody> {
+    pending.response(resp).await
+}
