@@ -1,12 +1,7 @@
-//! Rust types for `proto/inference.proto` (package `inference`), generated at build time by
-//! prost from protox's descriptors. Shared by the demo model server and the demo client.
+//! Rust types for `proto/inference.proto` (package `inference`). The translation filter
+//! compiles the proto once (filters/build.rs); the demo model server and client reuse it.
 
-#![allow(
-    missing_docs,
-    reason = "generated code; the .proto file documents the fields"
-)]
-
-include!(concat!(env!("OUT_DIR"), "/inference.rs"));
+pub use ferry_filters::translate::pb::*;
 
 /// Path prefix of every rpc in `inference.GRPCInferenceService`.
 pub const SERVICE_PATH: &str = "/inference.GRPCInferenceService/";
