@@ -221,19 +221,16 @@ pub fn read(metadata: Option<&Value>) -> Result<PodAnnotations, ObjectError> {
     };
     let redirect = match get(REDIRECT) {
         None => None,
-        Some(m) => Some(RedirectMode::parse(&m).ok_or_else(|| bad(REDIRECT, m, "ports or iptables"))?),
+        Some(m) => {
+            Some(RedirectMode::parse(&m).ok_or_else(|| bad(REDIRECT, m, "ports or iptables"))?)
+        }
     };
     let exclude = |key: &str| -> Result<Vec<u16>, ObjectError> {
         match get(key) {
             None => Ok(Vec::new()),
             Some(text) if text.is_empty() => Ok(Vec::new()),
-            Some(text) => parse_ports(&text).ok_or_else(|| {
-                bad(
-                    key,
-                    text,
-                    "comma-separated ports 1-65535, e.g. \"22,5432\"",
-                )
-            }),
+            Some(text) => parse_ports(&text)
+                .ok_or_else(|| bad(key, text, "comma-separated ports 1-65535, e.g. \"22,5432\"")),
         }
     };
     let exclude_inbound_ports = exclude(REDIRECT_EXCLUDE_INBOUND)?;

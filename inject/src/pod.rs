@@ -172,8 +172,14 @@ fn redirect_warnings(
     let mut warnings = Vec::new();
     if mode == RedirectMode::Ports {
         for (key, ports) in [
-            (annotations::REDIRECT_EXCLUDE_INBOUND, &ann.exclude_inbound_ports),
-            (annotations::REDIRECT_EXCLUDE_OUTBOUND, &ann.exclude_outbound_ports),
+            (
+                annotations::REDIRECT_EXCLUDE_INBOUND,
+                &ann.exclude_inbound_ports,
+            ),
+            (
+                annotations::REDIRECT_EXCLUDE_OUTBOUND,
+                &ann.exclude_outbound_ports,
+            ),
         ] {
             if !ports.is_empty() {
                 warnings.push(format!("{key} ignored: the redirect mode is ports"));

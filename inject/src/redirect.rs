@@ -79,7 +79,9 @@ impl RedirectRules {
     /// to from `PREROUTING` and `OUTPUT`, so other rules in the pod's namespace are untouched.
     pub fn nat_table(&self) -> String {
         let mut t = String::from("*nat\n");
-        t.push_str(&format!(":{INBOUND_CHAIN} - [0:0]\n:{OUTBOUND_CHAIN} - [0:0]\n"));
+        t.push_str(&format!(
+            ":{INBOUND_CHAIN} - [0:0]\n:{OUTBOUND_CHAIN} - [0:0]\n"
+        ));
         t.push_str(&format!(
             "# Inbound: TCP to the pod goes to ferry's inbound listener.\n\
              -A PREROUTING -p tcp -j {INBOUND_CHAIN}\n"
@@ -226,7 +228,10 @@ COMMIT
              iptables -t nat -D OUTPUT -p tcp -j FERRY_OUTPUT 2>/dev/null || true\n\
              iptables-restore --noflush <<'EOF'\n*nat\n"
         ));
-        assert!(script.ends_with("COMMIT\nEOF\niptables-save -t nat\n"), "{script}");
+        assert!(
+            script.ends_with("COMMIT\nEOF\niptables-save -t nat\n"),
+            "{script}"
+        );
         assert!(script.contains("--uid-owner 1337 -j RETURN\n"));
     }
 }
