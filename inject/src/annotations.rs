@@ -10,11 +10,14 @@
 //! | `ferry.dev/log-level` | `error` … `trace` | sidecar log level |
 //! | `ferry.dev/tracing-endpoint` | URL | OTLP endpoint for traces |
 //! | `ferry.dev/native-sidecar` | `"true"`, `"false"` | `false` = regular container with hooks |
+//! | `ferry.dev/redirect` | `ports`, `iptables` | how traffic reaches ferry (see [`crate::redirect`]) |
+//! | `ferry.dev/redirect-exclude-inbound-ports` | `22,9100` | iptables mode: inbound ports not redirected |
+//! | `ferry.dev/redirect-exclude-outbound-ports` | `5432` | iptables mode: outbound ports not redirected |
 //! | `ferry.dev/injected` | written by ferry | marks a pod as injected (idempotency) |
 
 use serde_json::Value;
 
-use crate::{error::ObjectError, settings};
+use crate::{error::ObjectError, redirect::RedirectMode, settings};
 
 /// Prefix of every annotation ferry reads or writes.
 pub const PREFIX: &str = "ferry.dev/";
@@ -40,10 +43,16 @@ pub const LOG_LEVEL: &str = "ferry.dev/log-level";
 pub const TRACING_ENDPOINT: &str = "ferry.dev/tracing-endpoint";
 /// Native sidecar switch.
 pub const NATIVE_SIDECAR: &str = "ferry.dev/native-sidecar";
+/// Traffic redirect mode.
+pub const REDIRECT: &str = "ferry.dev/redirect";
+/// Inbound ports the iptables mode leaves alone.
+pub const REDIRECT_EXCLUDE_INBOUND: &str = "ferry.dev/redirect-exclude-inbound-ports";
+/// Outbound ports the iptables mode leaves alone.
+pub const REDIRECT_EXCLUDE_OUTBOUND: &str = "ferry.dev/redirect-exclude-outbound-ports";
 /// Status written by the injector.
 pub const INJECTED: &str = "ferry.dev/injected";
 
-const KNOWN: [&str; 12] = [
+const KNOWN: [&str; 15] = [
     INJECT,
     PORTS,
     PROTOCOL,
@@ -55,6 +64,9 @@ const KNOWN: [&str; 12] = [
     LOG_LEVEL,
     TRACING_ENDPOINT,
     NATIVE_SIDECAR,
+    REDIRECT,
+    REDIRECT_EXCLUDE_INBOUND,
+    REDIRECT_EXCLUDE_OUTBOUND,
     INJECTED,
 ];
 
@@ -131,6 +143,12 @@ pub struct PodAnnotations {
     pub tracing_endpoint: Option<String>,
     /// `false` only when the pod asks for a legacy sidecar.
     pub native_sidecar: bool,
+    /// Redirect mode, if given (the injector's `--redirect` applies otherwise).
+    pub redirect: Option<RedirectMode>,
+    /// Inbound ports the iptables mode must not redirect.
+    pub exclude_inbound_ports: Vec<u16>,
+    /// Outbound ports the iptables mode must not redirect.
+    pub exclude_outbound_ports: Vec<u16>,
     /// Unknown `ferry.dev/*` keys, reported as warnings (likely typos).
     pub unknown: Vec<String>,
 }
@@ -201,6 +219,22 @@ pub fn read(metadata: Option<&Value>) -> Result<PodAnnotations, ObjectError> {
             ));
         }
     };
+    let redirect = match get(REDIRECT) {
+        None => None,
+        Some(m) => {
+            Some(RedirectMode::parse(&m).ok_or_else(|| bad(REDIRECT, m, "ports or iptables"))?)
+        }
+    };
+    let exclude = |key: &str| -> Result<Vec<u16>, ObjectError> {
+        match get(key) {
+            None => Ok(Vec::new()),
+            Some(text) if text.is_empty() => Ok(Vec::new()),
+            Some(text) => parse_ports(&text)
+                .ok_or_else(|| bad(key, text, "comma-separated ports 1-65535, e.g. \"22,5432\"")),
+        }
+    };
+    let exclude_inbound_ports = exclude(REDIRECT_EXCLUDE_INBOUND)?;
+    let exclude_outbound_ports = exclude(REDIRECT_EXCLUDE_OUTBOUND)?;
     let config_map = get(CONFIG_MAP);
     if let Some(name) = &config_map
         && !is_dns_subdomain(name)
@@ -234,6 +268,9 @@ pub fn read(metadata: Option<&Value>) -> Result<PodAnnotations, ObjectError> {
         log_level,
         tracing_endpoint: get(TRACING_ENDPOINT).filter(|e| !e.is_empty()),
         native_sidecar,
+        redirect,
+        exclude_inbound_ports,
+        exclude_outbound_ports,
         unknown,
     })
 }
@@ -313,5 +350,32 @@ mod tests {
         assert!(read(Some(&meta)).is_err());
         let meta = json!({"annotations": {"ferry.dev/cpu-request": "lots"}});
         assert!(read(Some(&meta)).is_err());
+    }
+
+    #[test]
+    fn redirect_mode_and_exclusions() {
+        let meta = json!({"annotations": {
+            "ferry.dev/redirect": "iptables",
+            "ferry.dev/redirect-exclude-inbound-ports": "22, 9100",
+            "ferry.dev/redirect-exclude-outbound-ports": 5432,
+        }});
+        let a = read(Some(&meta)).unwrap();
+        assert_eq!(a.redirect, Some(RedirectMode::Iptables));
+        assert_eq!(a.exclude_inbound_ports, vec![22, 9100]);
+        assert_eq!(a.exclude_outbound_ports, vec![5432]);
+        assert!(a.unknown.is_empty());
+        assert_eq!(read(None).unwrap().redirect, None);
+
+        let meta = json!({"annotations": {"ferry.dev/redirect": "tproxy"}});
+        assert_eq!(
+            read(Some(&meta)).unwrap_err().to_string(),
+            "annotation ferry.dev/redirect: invalid value \"tproxy\" (expected ports or iptables)"
+        );
+        let meta = json!({"annotations": {"ferry.dev/redirect-exclude-outbound-ports": "5432,db"}});
+        assert_eq!(
+            read(Some(&meta)).unwrap_err().to_string(),
+            "annotation ferry.dev/redirect-exclude-outbound-ports: invalid value \"5432,db\" \
+             (expected comma-separated ports 1-65535, e.g. \"22,5432\")"
+        );
     }
 }

@@ -16,6 +16,7 @@ use crate::{
     error::InjectError,
     object::{ObjectReport, inject_object},
     pod::{PodOutcome, Selection},
+    redirect::RedirectMode,
     settings::SidecarArgs,
 };
 
@@ -192,13 +193,17 @@ fn note(source: &str, report: &ObjectReport, notes: &mut String) {
     let _ = match &report.result {
         Ok(PodOutcome::Injected {
             native,
+            redirect,
             model_ports,
             warnings,
         }) => {
-            let mode = if *native {
-                "native sidecar"
-            } else {
-                "container with lifecycle hooks"
+            let mode = match (*native, redirect) {
+                (true, RedirectMode::Ports) => "native sidecar",
+                (false, RedirectMode::Ports) => "container with lifecycle hooks",
+                (true, RedirectMode::Iptables) => "native sidecar, iptables redirect",
+                (false, RedirectMode::Iptables) => {
+                    "container with lifecycle hooks, iptables redirect"
+                }
             };
             let ports: Vec<String> = model_ports.iter().map(u16::to_string).collect();
             let ports = if ports.is_empty() {

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     annotations::{self, OptIn, PodAnnotations},
     error::ObjectError,
+    redirect::{self, RedirectMode, RedirectRules},
     settings::{SidecarArgs, ports},
     sidecar::{self, Sidecar},
 };
@@ -47,6 +48,8 @@ pub enum PodOutcome {
     Injected {
         /// Native sidecar (init container) or legacy container.
         native: bool,
+        /// How traffic reaches the sidecar.
+        redirect: RedirectMode,
         /// Ports ferry forwards to.
         model_ports: Vec<u16>,
         /// Things worth telling the operator that did not stop injection.
@@ -102,6 +105,9 @@ pub fn inject_pod(
         );
     }
 
+    let redirect = ann.redirect.unwrap_or(args.redirect);
+    warnings.extend(redirect_warnings(spec_obj, &ann, args, redirect));
+
     let sidecar = Sidecar {
         args,
         annotations: &ann,
@@ -114,11 +120,22 @@ pub fn inject_pod(
         "containers"
     };
     array_field(spec_obj, list)?.insert(0, sidecar.container());
+    if redirect == RedirectMode::Iptables {
+        // First of all: the rules must be in place before ferry or anything else opens a
+        // connection, and they need nothing from ferry.
+        let rules = RedirectRules::new(
+            args.proxy_uid,
+            &ann.exclude_inbound_ports,
+            &ann.exclude_outbound_ports,
+        );
+        array_field(spec_obj, "initContainers")?.insert(0, rules.init_container(args));
+    }
     array_field(spec_obj, "volumes")?.extend(sidecar.volumes());
 
     mark_injected(metadata, &ann, first_app_container)?;
     Ok(PodOutcome::Injected {
         native: ann.native_sidecar,
+        redirect,
         model_ports,
         warnings,
     })
@@ -139,7 +156,65 @@ fn containers(spec: &Map<String, Value>) -> impl Iterator<Item = &Value> {
 }
 
 fn has_ferry_container(spec: &Map<String, Value>) -> bool {
-    containers(spec).any(|c| c.get("name").and_then(Value::as_str) == Some(sidecar::CONTAINER_NAME))
+    containers(spec).any(|c| {
+        let name = c.get("name").and_then(Value::as_str);
+        name == Some(sidecar::CONTAINER_NAME) || name == Some(redirect::INIT_CONTAINER_NAME)
+    })
+}
+
+/// Things that make a redirect setting do less than the pod probably expects.
+fn redirect_warnings(
+    spec: &Map<String, Value>,
+    ann: &PodAnnotations,
+    args: &SidecarArgs,
+    mode: RedirectMode,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if mode == RedirectMode::Ports {
+        for (key, ports) in [
+            (
+                annotations::REDIRECT_EXCLUDE_INBOUND,
+                &ann.exclude_inbound_ports,
+            ),
+            (
+                annotations::REDIRECT_EXCLUDE_OUTBOUND,
+                &ann.exclude_outbound_ports,
+            ),
+        ] {
+            if !ports.is_empty() {
+                warnings.push(format!("{key} ignored: the redirect mode is ports"));
+            }
+        }
+        return warnings;
+    }
+    // The outbound rules exempt ferry's UID; an app running as that UID would bypass ferry.
+    let uid = |sc: Option<&Value>| sc?.get("runAsUser")?.as_i64();
+    let pod_uid = uid(spec.get("securityContext"));
+    let app = spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for c in app {
+        if uid(c.get("securityContext")).or(pod_uid) == Some(args.proxy_uid) {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or("<unnamed>");
+            warnings.push(format!(
+                "container {name:?} runs as UID {}, ferry's UID: its outbound traffic is not redirected",
+                args.proxy_uid
+            ));
+        }
+    }
+    let has_init = spec
+        .get("initContainers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if !ann.native_sidecar && has_init {
+        warnings.push(
+            "init containers run after ferry-init but before the legacy sidecar starts: their outbound TCP is redirected to a proxy that is not there yet"
+                .into(),
+        );
+    }
+    warnings
 }
 
 fn first_container_name(spec: &Map<String, Value>) -> Option<String> {

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::error::InjectError;
+use crate::{error::InjectError, redirect::RedirectMode};
 
 /// The ports ferry's sidecar listens on, fixed so that Services, probes and docs agree.
 pub mod ports {
@@ -79,6 +79,14 @@ pub struct SidecarArgs {
     /// UID the sidecar runs as.
     #[arg(long, default_value_t = 1337)]
     pub proxy_uid: i64,
+    /// How traffic reaches ferry in pods that do not say (`ferry.dev/redirect` overrides):
+    /// `ports` (explicit ports) or `iptables` (a `ferry-init` container redirects it).
+    #[arg(long, value_enum, default_value = "ports")]
+    pub redirect: RedirectMode,
+    /// Image of the `ferry-init` container of the iptables mode; it needs `/bin/sh`,
+    /// `iptables` and `iptables-restore`.
+    #[arg(long, default_value = concat!("ferry-init:", env!("CARGO_PKG_VERSION")))]
+    pub init_image: String,
     /// With legacy (non-native) sidecars, how long the preStop hook keeps ferry up after the pod
     /// is asked to stop, so the model container can finish in-flight requests first.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
@@ -115,11 +123,13 @@ impl SidecarArgs {
                 ),
             });
         }
-        if self.image.trim().is_empty() {
-            return Err(InjectError::Args {
-                flag: "--image",
-                problem: "must not be empty".into(),
-            });
+        for (flag, image) in [("--image", &self.image), ("--init-image", &self.init_image)] {
+            if image.trim().is_empty() {
+                return Err(InjectError::Args {
+                    flag,
+                    problem: "must not be empty".into(),
+                });
+            }
         }
         Ok(())
     }

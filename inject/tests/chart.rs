@@ -132,6 +132,11 @@ fn default_render_is_valid_and_complete() {
         .unwrap_or_else(|e| panic!("chart flags rejected: {e}"));
     parsed.injector.sidecar.validate().unwrap();
     assert_eq!(parsed.injector.sidecar.config_map, "ferry-mesh-config");
+    // The iptables mode is opt-in.
+    assert_eq!(
+        parsed.injector.sidecar.redirect,
+        ferry_inject::RedirectMode::Ports
+    );
 }
 
 #[test]
@@ -141,7 +146,7 @@ fn non_default_values_render_valid() {
         &values,
         "webhook:\n  failurePolicy: Fail\n  timeoutSeconds: 10\n  certs:\n    mode: cert-manager\n    certgenImage: {repository: certgen, tag: v1, pullPolicy: Always}\n\
          injector:\n  replicas: 3\n  podDisruptionBudget: {enabled: true, minAvailable: 2}\n  nodeSelector: {kubernetes.io/os: linux}\n\
-         sidecar:\n  resources:\n    requests: {cpu: 200m, memory: 128Mi}\n    limits: {cpu: \"1\", memory: 512Mi}\n\
+         sidecar:\n  redirect: {mode: iptables, initImage: {repository: registry.example/ferry-init, tag: v9}}\n  resources:\n    requests: {cpu: 200m, memory: 128Mi}\n    limits: {cpu: \"1\", memory: 512Mi}\n\
          mesh:\n  trustDomain: prod.example\n  tracingEndpoint: http://otel-collector.observability:4317\n  workloadCerts: {mode: none, issuerName: x, issuerKind: Issuer}\n\
          meshConfig:\n  namespaces: [models, llm]\n  modelPort: 8000\n",
     )
@@ -174,6 +179,14 @@ fn non_default_values_render_valid() {
         parsed.injector.sidecar.workload_certs,
         ferry_inject::WorkloadCerts::None
     );
+    assert_eq!(
+        parsed.injector.sidecar.redirect,
+        ferry_inject::RedirectMode::Iptables
+    );
+    assert_eq!(
+        parsed.injector.sidecar.init_image,
+        "registry.example/ferry-init:v9"
+    );
 }
 
 #[test]
@@ -184,6 +197,7 @@ fn schema_violations_fail() {
         ("webhook.certs.mode=manual", "webhook.certs.mode"),
         ("meshConfig.modelPort=15006", "meshConfig.modelPort"),
         ("sidecar.bogus=1", "bogus"),
+        ("sidecar.redirect.mode=tproxy", "sidecar.redirect.mode"),
     ] {
         let chart = chart();
         for verb in [&["template", "ferry"][..], &["lint", "--strict"][..]] {

@@ -23,6 +23,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.injector.image.repository (default .Chart.AppVersion .Values.injector.image.tag) -}}
 {{- end -}}
 
+{{- define "ferry.initImage" -}}
+{{- printf "%s:%s" .Values.sidecar.redirect.initImage.repository (default .Chart.AppVersion .Values.sidecar.redirect.initImage.tag) -}}
+{{- end -}}
+
 {{- define "ferry.sidecarImage" -}}
 {{- printf "%s:%s" .Values.sidecar.image.repository (default .Chart.AppVersion .Values.sidecar.image.tag) -}}
 {{- end -}}
