@@ -100,8 +100,8 @@ where
         .await
         .map_err(|e| e.to_string())?;
     if !grpc {
-        let meta: RestMetadata = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("unreadable metadata JSON: {e}"))?;
+        let meta: RestMetadata =
+            serde_json::from_slice(&bytes).map_err(|e| format!("unreadable metadata JSON: {e}"))?;
         return Ok(ModelMetadata {
             inputs: meta
                 .inputs

@@ -131,9 +131,10 @@ pub(super) fn rest_inputs(
     let json = match header_len {
         None => body,
         Some(text) => {
-            let n: usize = text.trim().parse().map_err(|_| {
-                bad(format!("invalid Inference-Header-Content-Length {text:?}"))
-            })?;
+            let n: usize = text
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("invalid Inference-Header-Content-Length {text:?}")))?;
             body.get(..n).ok_or_else(|| {
                 bad(format!(
                     "Inference-Header-Content-Length {n} exceeds the body of {} bytes",
@@ -163,9 +164,8 @@ pub(super) fn grpc_inputs(body: &Bytes) -> Result<Option<Infer>, TranslateError>
     }
     let message =
         crate::translate::grpc_frame::unframe(body).map_err(TranslateError::BadRequest)?;
-    let head = InferHead::decode(message).map_err(|e| {
-        TranslateError::BadRequest(format!("invalid ModelInferRequest: {e}"))
-    })?;
+    let head = InferHead::decode(message)
+        .map_err(|e| TranslateError::BadRequest(format!("invalid ModelInferRequest: {e}")))?;
     Ok(Some(Infer {
         model: head.model_name,
         version: head.model_version,
