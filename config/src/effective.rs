@@ -139,7 +139,9 @@ fn validate_tensors(v: &crate::ir::ValidateTensors) -> Value {
                     let inputs: Vec<Value> = m
                         .inputs
                         .iter()
-                        .map(|t| json!({ "name": t.name, "datatype": t.datatype, "shape": t.shape }))
+                        .map(
+                            |t| json!({ "name": t.name, "datatype": t.datatype, "shape": t.shape }),
+                        )
                         .collect();
                     json!({ "name": m.name, "inputs": inputs })
                 })

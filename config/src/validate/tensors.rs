@@ -68,7 +68,10 @@ fn static_models(ctx: &mut Ctx<'_>, path: &str, models: &[ModelTensorsSpec]) -> 
         if !seen.insert(m.name.as_str()) {
             ctx.error(
                 &format!("{mpath}.name"),
-                format!("duplicate model {:?} (expected each model once)", m.name.as_str()),
+                format!(
+                    "duplicate model {:?} (expected each model once)",
+                    m.name.as_str()
+                ),
             );
         }
         let mut names = HashSet::new();
@@ -78,7 +81,10 @@ fn static_models(ctx: &mut Ctx<'_>, path: &str, models: &[ModelTensorsSpec]) -> 
             if !names.insert(t.name.as_str()) {
                 ctx.error(
                     &format!("{tpath}.name"),
-                    format!("duplicate input {:?} (expected each input once)", t.name.as_str()),
+                    format!(
+                        "duplicate input {:?} (expected each input once)",
+                        t.name.as_str()
+                    ),
                 );
             }
             if !DATATYPES.contains(&t.datatype.as_str()) {
