@@ -41,7 +41,7 @@ struct Contents {
     fp32_contents: Vec<f32>,
 }
 
-fn grpc_infer(datatype: &str) -> Bytes {
+fn grpc_infer(datatype: &str) -> anyhow::Result<Bytes> {
     let input = |name: &str| Input {
         name: name.into(),
         datatype: datatype.into(),
@@ -56,9 +56,9 @@ fn grpc_infer(datatype: &str) -> Bytes {
     }
     .encode_to_vec();
     let mut framed = vec![0u8];
-    framed.extend_from_slice(&u32::try_from(msg.len()).unwrap().to_be_bytes());
+    framed.extend_from_slice(&u32::try_from(msg.len())?.to_be_bytes());
     framed.extend_from_slice(&msg);
-    Bytes::from(framed)
+    Ok(Bytes::from(framed))
 }
 
 fn rest_infer(shape: [i64; 2]) -> String {
@@ -150,7 +150,7 @@ async fn bad_tensors_never_reach_the_model_server() -> anyhow::Result<()> {
             body_full(body),
         )
     };
-    let bad = h2.call(grpc(grpc_infer("INT64"))?).await?;
+    let bad = h2.call(grpc(grpc_infer("INT64")?)?).await?;
     assert_eq!(bad.header("grpc-status"), Some("3"), "{:?}", bad.headers);
     assert_eq!(
         bad.header("grpc-message"),
@@ -161,7 +161,7 @@ async fn bad_tensors_never_reach_the_model_server() -> anyhow::Result<()> {
         2.0,
         "only the metadata fetch went upstream"
     );
-    let good = h2.call(grpc(grpc_infer("FP32"))?).await?;
+    let good = h2.call(grpc(grpc_infer("FP32")?)?).await?;
     assert_eq!(good.status, 200);
     assert_eq!(
         good.header("grpc-status"),
