@@ -114,6 +114,7 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             timeout: Some(defaults::ROUTE_TIMEOUT),
             retry: None,
             translate: None,
+            validate_tensors: None,
         }],
         limits: ListenerLimits {
             max_request_headers_bytes: defaults::MAX_REQUEST_HEADERS_BYTES,

@@ -61,3 +61,6 @@ pub const OUTLIER_MAX_EJECTION_PERCENT: u8 = 50;
 
 /// Default bound on a translated body and its decoded tensors: 64 MiB.
 pub const TRANSLATE_MAX_DECODED_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Default time fetched model metadata is trusted before `validate_tensors` fetches it again.
+pub const TENSOR_METADATA_REFRESH: Duration = Duration::from_secs(30);

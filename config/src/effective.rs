@@ -120,7 +120,35 @@ fn route(r: &Route) -> Value {
         }
         out.insert("translate".into(), spec);
     }
+    if let Some(v) = &r.validate_tensors {
+        out.insert("validate_tensors".into(), validate_tensors(v));
+    }
     Value::Object(out)
+}
+
+fn validate_tensors(v: &crate::ir::ValidateTensors) -> Value {
+    use crate::ir::TensorMetadataSource;
+    match &v.source {
+        TensorMetadataSource::Upstream { refresh } => {
+            json!({ "metadata": "upstream", "refresh": format_duration(*refresh) })
+        }
+        TensorMetadataSource::Static(models) => {
+            let models: Vec<Value> = models
+                .iter()
+                .map(|m| {
+                    let inputs: Vec<Value> = m
+                        .inputs
+                        .iter()
+                        .map(
+                            |t| json!({ "name": t.name, "datatype": t.datatype, "shape": t.shape }),
+                        )
+                        .collect();
+                    json!({ "name": m.name, "inputs": inputs })
+                })
+                .collect();
+            json!({ "metadata": "static", "models": models })
+        }
+    }
 }
 
 fn route_match(m: &RouteMatch) -> Value {

@@ -8,6 +8,10 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod tensors;
+
+pub use tensors::{ModelTensors, TensorMetadataSource, TensorSpec, ValidateTensors};
+
 /// A complete, validated ferry configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -94,6 +98,8 @@ pub struct Route {
     pub retry: Option<RetryPolicy>,
     /// REST ⇄ gRPC translation; `None` = forward as is.
     pub translate: Option<Translate>,
+    /// Input tensor checks before forwarding; `None` = no check.
+    pub validate_tensors: Option<ValidateTensors>,
 }
 
 /// A route's protocol translation (Open Inference Protocol v2, the only mapping so far).

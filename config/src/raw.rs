@@ -11,6 +11,7 @@ mod cluster;
 mod route;
 mod scalars;
 mod shorthand;
+mod tensors;
 
 pub use cluster::{DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol};
 pub use route::{
@@ -20,6 +21,7 @@ pub use route::{
 };
 pub use scalars::{DurationText, HeaderNameText, HostPortText, PercentText, SocketAddrText, Text};
 pub use shorthand::{HeaderValues, MatchSpec, Methods, StringMatchSpec, To, WeightedTarget};
+pub use tensors::{MetadataSourceSpec, ModelTensorsSpec, TensorSpec, ValidateTensorsSpec};
 
 /// A ferry route config file.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

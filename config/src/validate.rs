@@ -17,6 +17,7 @@ mod cluster;
 mod matchers;
 mod route;
 mod template;
+mod tensors;
 mod values;
 
 pub use values::format_duration;

@@ -317,7 +317,7 @@ fn unknown_fields_name_the_field_and_list_the_expected_ones() {
     );
     assert_eq!(
         one_error(&with_route("        to: up\n        tiemout: 1s\n")),
-        r#"routes.yaml:8:9: listeners[0].routes[0].tiemout: unknown field "tiemout" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate)"#
+        r#"routes.yaml:8:9: listeners[0].routes[0].tiemout: unknown field "tiemout" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate, validate_tensors)"#
     );
     assert_eq!(
         one_error(&with_route("        to: [{ cluster: up, wieght: 2 }]\n")),
@@ -353,7 +353,7 @@ fn unknown_fields_are_reported_with_every_other_error() {
         all,
         vec![
             r#"routes.yaml:7:13: listeners[0].routes[0].to: unknown cluster "nowhere" (expected one of: up)"#,
-            r#"routes.yaml:8:9: listeners[0].routes[0].colour: unknown field "colour" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate)"#,
+            r#"routes.yaml:8:9: listeners[0].routes[0].colour: unknown field "colour" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate, validate_tensors)"#,
             r#"routes.yaml:9:18: listeners[0].routes[0].timeout: invalid duration "5 sec" (expected e.g. "500ms", "2s", "5m")"#,
             r#"routes.yaml:13:5: clusters[0].bogus: unknown field "bogus" (expected one of: name, endpoints, dns, original_authority, protocol, lb, connect_timeout, idle_timeout, outlier)"#,
         ]
@@ -488,4 +488,61 @@ fn translate_shows_in_the_effective_config() {
     );
     let t = config.listeners[0].routes[0].translate.unwrap();
     assert_eq!(t.direction, ferry_config::TranslateDirection::GrpcToRest);
+}
+
+#[test]
+fn bad_validate_tensors() {
+    let got = errors(&with_route(concat!(
+        "        to: up\n",
+        "        validate_tensors:\n",
+        "          metadata: static\n",
+        "          refresh: 5s\n",
+        "          models:\n",
+        "            - name: m\n",
+        "              inputs:\n",
+        "                - { name: A, datatype: FLOAT, shape: [-2, 3] }\n",
+        "                - { name: A, datatype: FP32, shape: [1] }\n",
+        "            - { name: m, inputs: [] }\n",
+    )));
+    assert_eq!(
+        got,
+        vec![
+            r#"routes.yaml:10:20: listeners[0].routes[0].validate_tensors.refresh: only applies to metadata: upstream (expected it omitted)"#,
+            r#"routes.yaml:14:40: listeners[0].routes[0].validate_tensors.models[0].inputs[0].datatype: unknown datatype "FLOAT" (expected one of: BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP16, BF16, FP32, FP64, BYTES)"#,
+            r#"routes.yaml:14:55: listeners[0].routes[0].validate_tensors.models[0].inputs[0].shape[0]: invalid dimension -2 (expected a size >= 0, or -1 for any)"#,
+            r#"routes.yaml:15:27: listeners[0].routes[0].validate_tensors.models[0].inputs[1].name: duplicate input "A" (expected each input once)"#,
+            r#"routes.yaml:16:23: listeners[0].routes[0].validate_tensors.models[1].name: duplicate model "m" (expected each model once)"#,
+        ]
+    );
+    let got = errors(&with_route(
+        "        to: up\n        validate_tensors: { metadata: static, refresh: 0s }\n",
+    ));
+    assert_eq!(
+        got,
+        vec![
+            r#"routes.yaml:8:39: listeners[0].routes[0].validate_tensors.metadata: metadata: static needs a models list (expected models: [{name, inputs}])"#,
+            r#"routes.yaml:8:56: listeners[0].routes[0].validate_tensors.refresh: only applies to metadata: upstream (expected it omitted)"#,
+        ]
+    );
+    let got = errors(&with_route(
+        "        to: up\n        validate_tensors: { refresh: 0s, models: [] }\n",
+    ));
+    assert_eq!(
+        got,
+        vec![
+            r#"routes.yaml:8:38: listeners[0].routes[0].validate_tensors.refresh: invalid refresh 0s (expected a duration > 0, e.g. "30s")"#,
+            r#"routes.yaml:8:50: listeners[0].routes[0].validate_tensors.models: only applies to metadata: static (expected it omitted)"#,
+        ]
+    );
+}
+
+#[test]
+fn validate_tensors_shows_in_the_effective_config() {
+    let text = with_route("        to: up\n        validate_tensors: {}\n");
+    let config = ferry_config::parse("routes.yaml", &text).unwrap();
+    let route = &config.effective_json["listeners"][0]["routes"][0];
+    assert_eq!(
+        route["validate_tensors"],
+        serde_json::json!({"metadata": "upstream", "refresh": "30s"})
+    );
 }

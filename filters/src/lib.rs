@@ -4,4 +4,5 @@
 //! small settings type, and the proxy wires config into them.
 
 pub mod model_name;
+pub mod tensor_check;
 pub mod translate;

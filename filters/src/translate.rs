@@ -22,7 +22,7 @@ mod body;
 mod datatype;
 mod endpoint;
 mod error;
-mod grpc_frame;
+pub(crate) mod grpc_frame;
 mod grpc_message;
 mod grpc_to_rest;
 mod json_in;
@@ -32,7 +32,7 @@ mod params;
 pub mod pb;
 mod raw;
 mod rest_to_grpc;
-mod service;
+pub(crate) mod service;
 mod tensor;
 
 #[cfg(test)]

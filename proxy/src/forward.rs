@@ -6,6 +6,7 @@
 //! every error becomes the answer from [`crate::failure`].
 
 mod attempt;
+pub(crate) mod tensor_check;
 pub(crate) mod translate;
 mod tunnel;
 
@@ -198,6 +199,22 @@ async fn route_and_forward(
             .and_then(|a| HeaderValue::from_str(a).ok())
     {
         parts.headers.insert(HOST, a);
+    }
+
+    if let Some(validator) = &route.tensor_validator {
+        let at = tensor_check::Route {
+            route: &route,
+            listener: &listener.name,
+            authority: authority.as_deref(),
+            metrics,
+        };
+        match tensor_check::check(validator, at, parts, body).await {
+            Ok((p, b)) => (parts, body) = (p, b),
+            Err(mut answer) => {
+                edit_headers(answer.headers_mut(), &route.config.response_headers);
+                return Ok(answer);
+            }
+        }
     }
 
     let mut pending = None;

@@ -91,6 +91,9 @@ pub struct Metrics {
     pub ejections: Family<ClusterLabels, Counter>,
     /// `ferry_retries_total`.
     pub retries: Family<RouteLabels, Counter>,
+    /// `ferry_tensor_metadata_fetch_failures_total`: `validate_tensors` let a request through
+    /// unchecked because the model's metadata could not be fetched.
+    pub tensor_metadata_fetch_failures: Family<RouteLabels, Counter>,
     /// `ferry_active_connections`.
     pub active_connections: Family<ListenerLabels, Gauge>,
     /// `ferry_active_requests` (includes open streams).
@@ -115,6 +118,7 @@ impl Metrics {
             connect_errors: Family::default(),
             ejections: Family::default(),
             retries: Family::default(),
+            tensor_metadata_fetch_failures: Family::default(),
             active_connections: Family::default(),
             active_requests: Family::default(),
             reloads: Counter::default(),
@@ -150,6 +154,11 @@ impl Metrics {
             "ferry_retries",
             "Retried upstream attempts",
             m.retries.clone(),
+        );
+        registry.register(
+            "ferry_tensor_metadata_fetch_failures",
+            "Requests let through unchecked because model metadata could not be fetched",
+            m.tensor_metadata_fetch_failures.clone(),
         );
         registry.register(
             "ferry_active_connections",

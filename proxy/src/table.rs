@@ -53,6 +53,9 @@ pub struct RouteEntry {
     pub model_label: Arc<str>,
     /// The route's REST ⇄ gRPC translator, if it has `translate`.
     pub translator: Option<ferry_filters::translate::Translator>,
+    /// The route's input tensor check, if it has `validate_tensors` (its metadata cache lives
+    /// as long as this table).
+    pub tensor_validator: Option<ferry_filters::tensor_check::TensorValidator>,
     /// `ferry_request_duration_seconds` of this route, registered once.
     pub duration: prometheus_client::metrics::histogram::Histogram,
 }
@@ -172,6 +175,10 @@ impl RouteEntry {
             budget,
             model_label,
             translator: crate::forward::translate::translator(r.translate.as_ref()),
+            tensor_validator: crate::forward::tensor_check::validator(
+                r.validate_tensors.as_ref(),
+                r.translate.as_ref(),
+            ),
             duration,
         })
     }

@@ -32,6 +32,9 @@ pub struct RawRoute {
     pub retry: Option<RetrySpec>,
     /// Protocol translation between REST and gRPC; omitted = forward as is.
     pub translate: Option<TranslateSpec>,
+    /// Check OIP infer requests' input tensors against model metadata before forwarding;
+    /// omitted = no check.
+    pub validate_tensors: Option<super::ValidateTensorsSpec>,
 }
 
 /// Protocol translation on a route: `{from: rest, to: grpc, protocol: oip-v2}` or the reverse.

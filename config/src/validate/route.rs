@@ -109,6 +109,9 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str]) -> Rout
             .translate
             .as_ref()
             .and_then(|spec| translate(ctx, &format!("{path}.translate"), spec)),
+        validate_tensors: r.validate_tensors.as_ref().and_then(|spec| {
+            super::tensors::validate_tensors(ctx, &format!("{path}.validate_tensors"), spec)
+        }),
     }
 }
 

@@ -87,7 +87,7 @@ impl Translator {
     }
 }
 
-async fn collect(
+pub(crate) async fn collect(
     body: TranslateBody,
     limit: u64,
 ) -> Result<(Bytes, Option<HeaderMap>), TranslateError> {

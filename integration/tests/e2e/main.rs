@@ -14,5 +14,6 @@ mod reload;
 mod smuggling;
 mod streaming;
 mod support;
+mod tensor_check;
 mod upgrade;
 mod upstreams;

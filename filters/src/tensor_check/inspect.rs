@@ -1,0 +1,174 @@
+//! Finding an infer request and reading just its tensors' names, datatypes and shapes: REST
+//! JSON (the JSON header only, with the binary extension), or the gRPC `ModelInferRequest`
+//! without decoding tensor contents.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{HeaderMap, Method, Request};
+use http_body_util::BodyExt;
+use prost::Message;
+use serde::Deserialize;
+
+use crate::translate::pb::SERVICE_PATH;
+use crate::translate::service::collect;
+use crate::translate::{
+    ChunksBody, Endpoint, INFERENCE_HEADER_CONTENT_LENGTH, Rpc, TranslateBody, TranslateError,
+};
+
+/// An input tensor as the request declares it.
+#[derive(Clone, PartialEq, Message)]
+pub(super) struct InputHead {
+    /// Tensor name.
+    #[prost(string, tag = "1")]
+    pub(super) name: String,
+    /// Datatype spelling.
+    #[prost(string, tag = "2")]
+    pub(super) datatype: String,
+    /// Dimensions.
+    #[prost(int64, repeated, tag = "3")]
+    pub(super) shape: Vec<i64>,
+}
+
+/// `ModelInferRequest` with only the fields the check needs; prost skips the rest (tensor
+/// contents, raw_input_contents) without decoding them.
+#[derive(Clone, PartialEq, Message)]
+struct InferHead {
+    #[prost(string, tag = "1")]
+    model_name: String,
+    #[prost(string, tag = "2")]
+    model_version: String,
+    #[prost(message, repeated, tag = "5")]
+    inputs: Vec<InputHead>,
+}
+
+/// The REST JSON header; unknown members (`data`, `parameters`, `outputs`...) are skipped.
+#[derive(Deserialize)]
+struct RestHead {
+    inputs: Vec<RestInput>,
+}
+
+#[derive(Deserialize)]
+struct RestInput {
+    name: String,
+    datatype: String,
+    shape: Vec<i64>,
+}
+
+/// An infer request's model and declared inputs.
+#[derive(Debug)]
+pub(super) struct Infer {
+    pub(super) model: String,
+    pub(super) version: String,
+    pub(super) inputs: Vec<InputHead>,
+}
+
+/// What [`inspect`] found.
+pub(super) enum Inspected {
+    /// Not an infer request (or one the check cannot read, e.g. compressed): forward as is.
+    Pass(Request<TranslateBody>),
+    /// An infer request; the body is replayed from what was read.
+    Infer(Request<TranslateBody>, Infer),
+}
+
+/// Whether the request is gRPC.
+pub(super) fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"))
+}
+
+/// Reads the request's tensor declarations if it is an infer request.
+pub(super) async fn inspect(
+    req: Request<TranslateBody>,
+    limit: u64,
+) -> Result<Inspected, TranslateError> {
+    let grpc = is_grpc(req.headers());
+    let rest_ep = (!grpc)
+        .then(|| Endpoint::from_rest(req.method(), req.uri().path()))
+        .flatten()
+        .filter(|ep| ep.rpc == Rpc::ModelInfer);
+    let grpc_infer = grpc
+        && req.method() == Method::POST
+        && req.uri().path().strip_prefix(SERVICE_PATH) == Some(Rpc::ModelInfer.method_name());
+    if rest_ep.is_none() && !grpc_infer {
+        return Ok(Inspected::Pass(req));
+    }
+    let (parts, body) = req.into_parts();
+    let (bytes, trailers) = collect(body, limit).await?;
+    let infer = match rest_ep {
+        Some(ep) => {
+            let header_len = parts
+                .headers
+                .get(&INFERENCE_HEADER_CONTENT_LENGTH)
+                .map(|v| v.to_str().unwrap_or("invalid"));
+            Some(Infer {
+                model: ep.model,
+                version: ep.version,
+                inputs: rest_inputs(&bytes, header_len)?,
+            })
+        }
+        None => grpc_inputs(&bytes)?,
+    };
+    let body = ChunksBody::new(VecDeque::from([bytes]), trailers)
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let req = Request::from_parts(parts, body);
+    Ok(match infer {
+        Some(infer) => Inspected::Infer(req, infer),
+        None => Inspected::Pass(req),
+    })
+}
+
+/// The inputs of a REST infer body (`header_len`: the binary extension's JSON length).
+pub(super) fn rest_inputs(
+    body: &[u8],
+    header_len: Option<&str>,
+) -> Result<Vec<InputHead>, TranslateError> {
+    let bad = TranslateError::BadRequest;
+    let json = match header_len {
+        None => body,
+        Some(text) => {
+            let n: usize = text
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("invalid Inference-Header-Content-Length {text:?}")))?;
+            body.get(..n).ok_or_else(|| {
+                bad(format!(
+                    "Inference-Header-Content-Length {n} exceeds the body of {} bytes",
+                    body.len()
+                ))
+            })?
+        }
+    };
+    let head: RestHead = serde_json::from_slice(json)
+        .map_err(|e| bad(format!("invalid inference request JSON: {e}")))?;
+    Ok(head
+        .inputs
+        .into_iter()
+        .map(|i| InputHead {
+            name: i.name,
+            datatype: i.datatype,
+            shape: i.shape,
+        })
+        .collect())
+}
+
+/// The model and inputs of a framed gRPC `ModelInferRequest`; `None` for compressed messages,
+/// which the check cannot read and leaves to the upstream.
+pub(super) fn grpc_inputs(body: &Bytes) -> Result<Option<Infer>, TranslateError> {
+    if body.first() == Some(&1) {
+        return Ok(None);
+    }
+    let message =
+        crate::translate::grpc_frame::unframe(body).map_err(TranslateError::BadRequest)?;
+    let head = InferHead::decode(message)
+        .map_err(|e| TranslateError::BadRequest(format!("invalid ModelInferRequest: {e}")))?;
+    Ok(Some(Infer {
+        model: head.model_name,
+        version: head.model_version,
+        inputs: head.inputs,
+    }))
+}
