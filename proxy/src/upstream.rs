@@ -11,7 +11,11 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use crate::body::ProxyBody;
+mod h2;
+
+pub use self::h2::H2Slot;
+use crate::body::{BoxError, ProxyBody};
+use crate::cluster::Endpoint;
 
 /// Which wire protocol one request rides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +36,7 @@ pub enum SendError {
         addr: SocketAddr,
         /// Cause.
         #[source]
-        source: hyper_util::client::legacy::Error,
+        source: BoxError,
     },
     /// The request failed after it may have reached the upstream.
     #[error("request to {addr} failed: {source}")]
@@ -41,7 +45,7 @@ pub enum SendError {
         addr: SocketAddr,
         /// Cause.
         #[source]
-        source: hyper_util::client::legacy::Error,
+        source: BoxError,
     },
     /// The URI could not be rebuilt for the endpoint.
     #[error("invalid upstream URI: {0}")]
@@ -52,6 +56,10 @@ pub enum SendError {
 #[derive(Debug, Clone)]
 pub struct UpstreamClient {
     protocol: UpstreamProtocol,
+    /// Endpoints are long-lived (not per-request destinations), so HTTP/2 rides the
+    /// endpoint's own connection.
+    direct_h2: bool,
+    connect_timeout: std::time::Duration,
     http1: Client<HttpConnector, ProxyBody>,
     h2: Client<HttpConnector, ProxyBody>,
 }
@@ -81,6 +89,11 @@ impl UpstreamClient {
             .http2_initial_connection_window_size(crate::listener::H2_CONN_WINDOW);
         Self {
             protocol: config.protocol,
+            direct_h2: !matches!(
+                config.endpoints,
+                ferry_config::Endpoints::OriginalAuthority { .. }
+            ),
+            connect_timeout: config.connect_timeout,
             http1: http1.build(connector.clone()),
             h2: h2.build(connector),
         }
@@ -98,16 +111,22 @@ impl UpstreamClient {
         }
     }
 
-    /// Sends `req` to `addr`. The request's URI is rewritten to address the endpoint; the
-    /// `Host` header (HTTP/1.1) carries the original authority.
+    /// Sends `req` to `endpoint`. HTTP/1.1 keeps the original `Host` header; HTTP/2 keeps the
+    /// original authority in `:authority`.
     pub async fn send(
         &self,
         mut req: Request<ProxyBody>,
-        addr: SocketAddr,
-        authority: Authority,
+        endpoint: &Endpoint,
         wire: Wire,
     ) -> Result<Response<Incoming>, SendError> {
-        // Reuse the request's own path-and-query (no copy) under the endpoint's authority.
+        let addr = endpoint.addr;
+        let direct = wire == Wire::H2 && self.direct_h2;
+        let authority = if direct {
+            original_authority(&req).unwrap_or_else(|| endpoint.authority.clone())
+        } else {
+            endpoint.authority.clone()
+        };
+        // Reuse the request's own path-and-query (no copy) under the chosen authority.
         let mut uri = std::mem::take(req.uri_mut()).into_parts();
         uri.scheme = Some(Scheme::HTTP);
         uri.authority = Some(authority);
@@ -124,15 +143,33 @@ impl UpstreamClient {
                 *req.version_mut() = Version::HTTP_2;
                 // HTTP/2 carries the authority in :authority; a Host header would duplicate it.
                 req.headers_mut().remove(http::header::HOST);
+                if direct {
+                    return endpoint.h2.send(req, addr, self.connect_timeout).await;
+                }
                 &self.h2
             }
         };
         client.request(req).await.map_err(|source| {
             if source.is_connect() {
-                SendError::Connect { addr, source }
+                SendError::Connect {
+                    addr,
+                    source: Box::new(source),
+                }
             } else {
-                SendError::Request { addr, source }
+                SendError::Request {
+                    addr,
+                    source: Box::new(source),
+                }
             }
         })
     }
+}
+
+/// The authority the caller addressed: the URI's (HTTP/2 callers) or the `Host` header's.
+fn original_authority(req: &Request<ProxyBody>) -> Option<Authority> {
+    if let Some(a) = req.uri().authority() {
+        return Some(a.clone());
+    }
+    let host = req.headers().get(http::header::HOST)?;
+    Authority::from_maybe_shared(bytes::Bytes::copy_from_slice(host.as_bytes())).ok()
 }

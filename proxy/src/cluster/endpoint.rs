@@ -19,6 +19,8 @@ pub struct Endpoint {
     pub addr: SocketAddr,
     /// The address as a URI authority, made once rather than per request.
     pub authority: http::uri::Authority,
+    /// The endpoint's HTTP/2 connection.
+    pub h2: crate::upstream::H2Slot,
     in_flight: AtomicUsize,
     consecutive_failures: AtomicU32,
     state: Mutex<State>,
@@ -53,6 +55,7 @@ impl Endpoint {
         Self {
             addr,
             authority,
+            h2: crate::upstream::H2Slot::default(),
             in_flight: AtomicUsize::new(0),
             consecutive_failures: AtomicU32::new(0),
             state: Mutex::new(State {

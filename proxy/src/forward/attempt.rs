@@ -163,9 +163,7 @@ impl Attempts<'_> {
         }
         let in_flight = endpoint.start();
         let sent = Instant::now();
-        let send = cluster
-            .client
-            .send(req, endpoint.addr, endpoint.authority.clone(), wire);
+        let send = cluster.client.send(req, &endpoint, wire);
         let result = match policy.and_then(|p| p.per_try_timeout) {
             Some(t) => match tokio::time::timeout(t, send).await {
                 Ok(r) => r,
@@ -210,7 +208,7 @@ impl Attempts<'_> {
                 record_failure(self.metrics, cluster, &endpoint);
                 let failure = Failure::Unavailable {
                     cluster: cluster.name.to_string(),
-                    reason: format!("connect to {addr} failed: {}", error_chain(&source)),
+                    reason: format!("connect to {addr} failed: {}", error_chain(source.as_ref())),
                 };
                 if on.contains(&RetryOn::ConnectFailure) {
                     Err(TryError::Retryable(failure))

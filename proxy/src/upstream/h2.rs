@@ -1,0 +1,108 @@
+//! One multiplexed HTTP/2 connection per endpoint, made on first use and remade when the
+//! upstream closes it (GOAWAY, reset, idle close).
+//!
+//! The pooled client addresses a connection by the request URI's authority, so it would put
+//! the endpoint's address in `:authority`; owning the connection lets the request keep the
+//! caller's authority (as Envoy does) and skips the pool's per-request bookkeeping, which
+//! matters for gRPC where every call is a stream on the same connection.
+
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::client::conn::http2::{self, SendRequest};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpStream;
+
+use super::SendError;
+use crate::body::ProxyBody;
+
+/// The endpoint's HTTP/2 connection, if one is open.
+#[derive(Debug, Default)]
+pub struct H2Slot {
+    sender: Mutex<Option<SendRequest<ProxyBody>>>,
+    /// Serializes connection attempts so a burst of first requests opens one connection.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+// === impl H2Slot ===
+
+impl H2Slot {
+    /// Sends `req` (whose URI must carry scheme and authority) on the endpoint's connection.
+    pub async fn send(
+        &self,
+        req: Request<ProxyBody>,
+        addr: SocketAddr,
+        connect_timeout: Duration,
+    ) -> Result<Response<Incoming>, SendError> {
+        let mut sender = self.sender(addr, connect_timeout).await?;
+        // A connection that closed after we took it has not seen this request: as safe to
+        // retry as a failed connect.
+        sender.ready().await.map_err(|e| SendError::Connect {
+            addr,
+            source: Box::new(e),
+        })?;
+        sender
+            .send_request(req)
+            .await
+            .map_err(|e| SendError::Request {
+                addr,
+                source: Box::new(e),
+            })
+    }
+
+    fn current(&self) -> Option<SendRequest<ProxyBody>> {
+        let guard = self.sender.lock().ok()?;
+        guard.as_ref().filter(|s| !s.is_closed()).cloned()
+    }
+
+    async fn sender(
+        &self,
+        addr: SocketAddr,
+        connect_timeout: Duration,
+    ) -> Result<SendRequest<ProxyBody>, SendError> {
+        if let Some(sender) = self.current() {
+            return Ok(sender);
+        }
+        let _one_at_a_time = self.connecting.lock().await;
+        if let Some(sender) = self.current() {
+            return Ok(sender);
+        }
+        let connect_err = |e: std::io::Error| SendError::Connect {
+            addr,
+            source: Box::new(e),
+        };
+        let stream = tokio::time::timeout(connect_timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| {
+                connect_err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "connect timed out",
+                ))
+            })?
+            .map_err(connect_err)?;
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .initial_stream_window_size(crate::listener::H2_STREAM_WINDOW)
+            .initial_connection_window_size(crate::listener::H2_CONN_WINDOW)
+            .keep_alive_interval(Duration::from_secs(30))
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| SendError::Connect {
+                addr,
+                source: Box::new(e),
+            })?;
+        tokio::spawn(async move {
+            if let Err(error) = conn.await {
+                tracing::debug!(%addr, %error, "upstream HTTP/2 connection ended");
+            }
+        });
+        if let Ok(mut slot) = self.sender.lock() {
+            *slot = Some(sender.clone());
+        }
+        Ok(sender)
+    }
+}
