@@ -1,5 +1,6 @@
 //! Charts of the results as SVG and PNG (plotters): CPU per request by proxy, added latency
-//! percentiles by proxy and rate, memory by proxy, and throughput per core.
+//! percentiles by proxy and rate, memory by proxy, throughput per core, and REST → gRPC
+//! translation CPU by tensor size.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -9,6 +10,7 @@ use plotters::prelude::*;
 
 use crate::error::{BenchError, Result};
 use crate::report::{Aggregate, find};
+use crate::scenarios::TRANSLATE_SIZES;
 use crate::targets::Kind;
 
 /// Where the PNG text font comes from (Debian's fonts-dejavu-core; the SVGs need no font).
@@ -43,6 +45,7 @@ pub fn draw_all(dir: &Path, aggs: &[Aggregate]) -> Result<Vec<&'static str>> {
         latency(aggs, &proxies),
         memory(aggs, &proxies),
         throughput(aggs),
+        translate(aggs),
     ] {
         if chart
             .series
@@ -169,6 +172,35 @@ fn throughput(aggs: &[Aggregate]) -> Bars {
         title: "Requests per second, proxy on one core (higher is better)".into(),
         y_label: "thousand req/s",
         categories: names(&kinds),
+        series,
+    }
+}
+
+/// REST → gRPC translation CPU per tensor element, so the three sizes share one scale (per
+/// request they differ by four orders of magnitude); the per-request figures and ratios are in
+/// results.md.
+fn translate(aggs: &[Aggregate]) -> Bars {
+    let series = [Kind::Ferry, Kind::Envoy]
+        .into_iter()
+        .map(|k| {
+            let v = TRANSLATE_SIZES
+                .iter()
+                .map(|&n| {
+                    let scenario = format!("translate_{n}");
+                    value(aggs, &scenario, "cpu_ms_per_req", k) * 1e6 / n as f64
+                })
+                .collect();
+            (k.name().to_owned(), v)
+        })
+        .collect();
+    Bars {
+        file: "translate",
+        title: "REST→gRPC translation: proxy CPU per FP32 element (lower is better)".into(),
+        y_label: "CPU-ns per tensor element",
+        categories: TRANSLATE_SIZES
+            .iter()
+            .map(|n| format!("{n} elements"))
+            .collect(),
         series,
     }
 }

@@ -67,6 +67,9 @@ fn smoke_mode_runs_every_scenario_against_ferry_and_direct() {
         "sse_first_event",
         "routes_10",
         "routes_10000",
+        "translate_64",
+        "translate_65536",
+        "translate_1000000",
     ] {
         let ferry_values: Vec<f64> = samples
             .iter()
@@ -87,7 +90,13 @@ fn smoke_mode_runs_every_scenario_against_ferry_and_direct() {
         .and_then(|s| s["value"].as_f64())
         .unwrap();
     assert!(direct_rps > 0.0);
-    for chart in ["cpu_per_request", "added_latency", "memory", "throughput"] {
+    for chart in [
+        "cpu_per_request",
+        "added_latency",
+        "memory",
+        "throughput",
+        "translate",
+    ] {
         for ext in ["svg", "png"] {
             let file = out.join(format!("{chart}.{ext}"));
             assert!(
