@@ -5,15 +5,18 @@
 
 use std::path::PathBuf;
 
-use prost::Message;
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
     let proto_dir = manifest_dir.join("proto");
     println!("cargo:rerun-if-changed={}", proto_dir.display());
     // include_imports: Envoy resolves annotations.proto and descriptor.proto from the set.
-    let set = protox::compile([proto_dir.join("inference_http.proto")], [&proto_dir])?;
+    // Encoded by protox itself: prost_types' MethodOptions would drop the `(google.api.http)`
+    // extension as an unknown field, leaving Envoy nothing to route by.
+    let set = protox::Compiler::new([&proto_dir])?
+        .include_imports(true)
+        .open_file(proto_dir.join("inference_http.proto"))?
+        .encode_file_descriptor_set();
     let out = PathBuf::from(std::env::var("OUT_DIR")?).join("inference_http.pb");
-    std::fs::write(out, set.encode_to_vec())?;
+    std::fs::write(out, set)?;
     Ok(())
 }

@@ -182,6 +182,7 @@ mod tests {
         let text = String::from_utf8_lossy(ENVOY_DESCRIPTOR);
         for needle in [
             "inference_http.proto",
+            "post",
             "google/api/annotations.proto",
             "google/protobuf/descriptor.proto",
             "/v2/models/{model_name}/infer",
