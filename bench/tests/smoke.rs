@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// The ferry binary of this build profile, built on demand (the bench crate cannot depend on
-/// another package's binary, so cargo does not build it for us).
+/// The ferry binary of this build profile, built (or brought up to date: a stale binary would
+/// lack newer route features such as `translate`) on every run, since the bench crate cannot
+/// depend on another package's binary and cargo does not build it for us.
 #[allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -16,16 +17,14 @@ use std::time::{Duration, Instant};
 fn ferry_binary() -> PathBuf {
     let bench = PathBuf::from(env!("CARGO_BIN_EXE_ferry-bench"));
     let ferry = bench.with_file_name("ferry");
-    if !ferry.is_file() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let status = Command::new(cargo)
-            .args(["build", "-p", "ferry-proxy", "--bin", "ferry"])
-            .current_dir(workspace)
-            .status()
-            .expect("running cargo build for ferry");
-        assert!(status.success(), "building ferry failed: {status}");
-    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let status = Command::new(cargo)
+        .args(["build", "-p", "ferry-proxy", "--bin", "ferry"])
+        .current_dir(workspace)
+        .status()
+        .expect("running cargo build for ferry");
+    assert!(status.success(), "building ferry failed: {status}");
     assert!(ferry.is_file(), "no ferry binary at {}", ferry.display());
     ferry
 }
