@@ -1,5 +1,6 @@
 //! Charts of the results as SVG and PNG (plotters): CPU per request by proxy, added latency
-//! percentiles by proxy and rate, memory by proxy, and throughput per core.
+//! percentiles by proxy and rate, memory by proxy, throughput per core, and REST → gRPC
+//! translation CPU (ferry ÷ Envoy) by tensor size.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -8,7 +9,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::{BenchError, Result};
+use crate::report::translate::target_ratio;
 use crate::report::{Aggregate, find};
+use crate::scenarios::TRANSLATE_SIZES;
 use crate::targets::Kind;
 
 /// Where the PNG text font comes from (Debian's fonts-dejavu-core; the SVGs need no font).
@@ -43,6 +46,7 @@ pub fn draw_all(dir: &Path, aggs: &[Aggregate]) -> Result<Vec<&'static str>> {
         latency(aggs, &proxies),
         memory(aggs, &proxies),
         throughput(aggs),
+        translate(aggs),
     ] {
         if chart
             .series
@@ -170,6 +174,34 @@ fn throughput(aggs: &[Aggregate]) -> Bars {
         y_label: "thousand req/s",
         categories: names(&kinds),
         series,
+    }
+}
+
+/// REST → gRPC translation: ferry's CPU per request as a fraction of Envoy's, per tensor size,
+/// beside the target fraction (per-request CPU differs by four orders of magnitude between the
+/// sizes, so the ratio is what shares a scale; the absolute figures are in results.md).
+fn translate(aggs: &[Aggregate]) -> Bars {
+    let ratio = TRANSLATE_SIZES
+        .iter()
+        .map(|&n| {
+            let scenario = format!("translate_{n}");
+            value(aggs, &scenario, "cpu_ms_per_req", Kind::Ferry)
+                / value(aggs, &scenario, "cpu_ms_per_req", Kind::Envoy)
+        })
+        .collect();
+    let target = TRANSLATE_SIZES.iter().map(|&n| target_ratio(n)).collect();
+    Bars {
+        file: "translate",
+        title: "REST→gRPC translation: ferry CPU per request ÷ Envoy's (lower is better)".into(),
+        y_label: "ferry CPU ÷ Envoy CPU",
+        categories: TRANSLATE_SIZES
+            .iter()
+            .map(|n| format!("{n} FP32 elements"))
+            .collect(),
+        series: vec![
+            ("ferry ÷ Envoy".to_owned(), ratio),
+            ("target (at most)".to_owned(), target),
+        ],
     }
 }
 

@@ -14,6 +14,14 @@ const FERRY: &str = include_str!("../configs/ferry.yaml");
 const ENVOY: &str = include_str!("../configs/envoy.yaml");
 const HAPROXY: &str = include_str!("../configs/haproxy.cfg");
 const NGINX: &str = include_str!("../configs/nginx.conf");
+const FERRY_TRANSLATE: &str = include_str!("../configs/ferry-translate.yaml");
+const ENVOY_TRANSLATE: &str = include_str!("../configs/envoy-translate.yaml");
+
+/// The FileDescriptorSet of `bench/proto/inference_http.proto` (compiled by build.rs with
+/// protox), which envoy-translate.yaml loads from the work directory.
+pub const ENVOY_DESCRIPTOR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/inference_http.pb"));
+/// File name of [`ENVOY_DESCRIPTOR`] inside the work directory.
+pub const ENVOY_DESCRIPTOR_FILE: &str = "inference_http.pb";
 
 /// Ports a proxy config refers to.
 #[derive(Debug, Clone, Copy)]
@@ -42,15 +50,31 @@ pub fn render(kind: Kind, ports: Ports, workdir: &Path, routes: usize) -> Option
         Kind::Haproxy => (HAPROXY, haproxy_routes(routes)),
         Kind::Nginx => (NGINX, nginx_routes(routes)),
     };
-    Some(
-        template
-            .replace("@ROUTES@\n", &route_block)
-            .replace("@H1_PORT@", &ports.h1.to_string())
-            .replace("@H2_PORT@", &ports.h2.to_string())
-            .replace("@ADMIN_PORT@", &ports.admin.to_string())
-            .replace("@UP_PORT@", &ports.upstream.to_string())
-            .replace("@WORKDIR@", &workdir.display().to_string()),
-    )
+    Some(fill(
+        &template.replace("@ROUTES@\n", &route_block),
+        ports,
+        workdir,
+    ))
+}
+
+/// The `translate` scenario's config for `kind` (ferry and Envoy only): OIP REST infer in,
+/// gRPC ModelInfer to the upstream.
+pub fn render_translate(kind: Kind, ports: Ports, workdir: &Path) -> Option<String> {
+    let template = match kind {
+        Kind::Ferry => FERRY_TRANSLATE,
+        Kind::Envoy => ENVOY_TRANSLATE,
+        _ => return None,
+    };
+    Some(fill(template, ports, workdir))
+}
+
+fn fill(template: &str, ports: Ports, workdir: &Path) -> String {
+    template
+        .replace("@H1_PORT@", &ports.h1.to_string())
+        .replace("@H2_PORT@", &ports.h2.to_string())
+        .replace("@ADMIN_PORT@", &ports.admin.to_string())
+        .replace("@UP_PORT@", &ports.upstream.to_string())
+        .replace("@WORKDIR@", &workdir.display().to_string())
 }
 
 fn lines(n: usize, line: impl Fn(&mut String, usize)) -> String {
@@ -126,6 +150,44 @@ mod tests {
                 !text.contains("@ROUTES@") && !text.contains("_PORT@"),
                 "{kind:?}"
             );
+        }
+    }
+
+    #[test]
+    fn translate_configs_are_filled_and_name_the_descriptor() {
+        let ports = Ports {
+            h1: 1,
+            h2: 1,
+            admin: 3,
+            upstream: 4,
+        };
+        for kind in [Kind::Ferry, Kind::Envoy] {
+            let text = render_translate(kind, ports, Path::new("/tmp/x")).unwrap();
+            assert!(
+                !text.contains("_PORT@") && !text.contains("@WORKDIR@"),
+                "{kind:?}"
+            );
+        }
+        let envoy = render_translate(Kind::Envoy, ports, Path::new("/tmp/x")).unwrap();
+        assert!(envoy.contains(&format!("/tmp/x/{ENVOY_DESCRIPTOR_FILE}")));
+        assert!(render_translate(Kind::Nginx, ports, Path::new("/tmp/x")).is_none());
+    }
+
+    #[test]
+    fn the_descriptor_carries_the_http_binding() {
+        use prost::Message;
+        // Well-formed protobuf (unknown fields are skipped, bad wire data is an error) ...
+        assert!(<() as Message>::decode(ENVOY_DESCRIPTOR).is_ok());
+        // ... holding the imports Envoy resolves and the binding it routes by.
+        let text = String::from_utf8_lossy(ENVOY_DESCRIPTOR);
+        for needle in [
+            "inference_http.proto",
+            "post",
+            "google/api/annotations.proto",
+            "google/protobuf/descriptor.proto",
+            "/v2/models/{model_name}/infer",
+        ] {
+            assert!(text.contains(needle), "{needle}");
         }
     }
 }

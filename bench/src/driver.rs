@@ -80,6 +80,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         skipped: skipped.clone(),
         failures: outcome.failures.clone(),
         headline: report::headline(&aggregates),
+        translate: report::translate::verdicts(&aggregates),
         aggregates,
         samples: outcome.samples,
     };

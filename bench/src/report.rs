@@ -2,6 +2,7 @@
 //! headline ratios, and the JSON and markdown files under `bench/results/<date>/`.
 
 mod markdown;
+pub mod translate;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -84,6 +85,8 @@ pub struct Report {
     pub failures: Vec<String>,
     /// Headline ratios.
     pub headline: Vec<Headline>,
+    /// ferry vs Envoy on REST → gRPC translation, against the targets.
+    pub translate: Vec<translate::TranslateVerdict>,
     /// Per-target medians and spread.
     pub aggregates: Vec<Aggregate>,
     /// Raw measurements.
@@ -187,6 +190,55 @@ const HEADLINES: &[(&str, &str, &str, bool)] = &[
         "10,000 routes cold start (ms)",
         "routes_10000",
         "ready_ms",
+        false,
+    ),
+    (
+        "REST→gRPC 64 FP32 CPU-ms per req",
+        "translate_64",
+        "cpu_ms_per_req",
+        false,
+    ),
+    ("REST→gRPC 64 FP32 req/s", "translate_64", "rps", true),
+    (
+        "REST→gRPC 64 FP32 peak RSS (MiB)",
+        "translate_64",
+        "rss_peak_mib",
+        false,
+    ),
+    (
+        "REST→gRPC 65,536 FP32 CPU-ms per req",
+        "translate_65536",
+        "cpu_ms_per_req",
+        false,
+    ),
+    (
+        "REST→gRPC 65,536 FP32 req/s",
+        "translate_65536",
+        "rps",
+        true,
+    ),
+    (
+        "REST→gRPC 65,536 FP32 peak RSS (MiB)",
+        "translate_65536",
+        "rss_peak_mib",
+        false,
+    ),
+    (
+        "REST→gRPC 1,000,000 FP32 CPU-ms per req",
+        "translate_1000000",
+        "cpu_ms_per_req",
+        false,
+    ),
+    (
+        "REST→gRPC 1,000,000 FP32 req/s",
+        "translate_1000000",
+        "rps",
+        true,
+    ),
+    (
+        "REST→gRPC 1,000,000 FP32 peak RSS (MiB)",
+        "translate_1000000",
+        "rss_peak_mib",
         false,
     ),
 ];

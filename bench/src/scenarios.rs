@@ -35,13 +35,19 @@ pub enum Scenario {
     ColdStart,
     /// 10 vs 10,000 routes.
     Routes,
+    /// OIP REST infer → gRPC ModelInfer with FP32 tensors of [`TRANSLATE_SIZES`] elements,
+    /// ferry's `translate` vs Envoy's grpc_json_transcoder.
+    Translate,
 }
+
+/// Tensor sizes (FP32 elements) of the `translate` scenario.
+pub const TRANSLATE_SIZES: [usize; 3] = [64, 65_536, 1_000_000];
 
 // === impl Scenario ===
 
 impl Scenario {
     /// Every scenario, in run order.
-    pub const ALL: [Scenario; 10] = [
+    pub const ALL: [Scenario; 11] = [
         Scenario::ColdStart,
         Scenario::Memory,
         Scenario::H1Saturation,
@@ -52,6 +58,7 @@ impl Scenario {
         Scenario::Upload1Mib,
         Scenario::SseFirstEvent,
         Scenario::Routes,
+        Scenario::Translate,
     ];
 
     /// Name used on the command line and in results.
@@ -67,6 +74,7 @@ impl Scenario {
             Scenario::Memory => "memory",
             Scenario::ColdStart => "cold_start",
             Scenario::Routes => "routes",
+            Scenario::Translate => "translate",
         }
     }
 
@@ -91,6 +99,8 @@ pub struct Sizing {
     pub warmup: Duration,
     /// Route counts for the route-table scenario.
     pub route_counts: Vec<usize>,
+    /// Each tensor size of the translate scenario.
+    pub translate: Duration,
 }
 
 impl Sizing {
@@ -103,6 +113,7 @@ impl Sizing {
             sse_requests: 3,
             warmup: Duration::ZERO,
             route_counts: vec![10, 10_000],
+            translate: Duration::from_secs(1),
         }
     }
 
@@ -115,6 +126,8 @@ impl Sizing {
             sse_requests: 10,
             warmup: Duration::from_millis(500),
             route_counts: vec![10, 10_000],
+            // Envoy needs ~0.4 CPU-s per 1,000,000-element request: ≥ 10 of those per run.
+            translate: Duration::from_secs(5),
         }
     }
 }
@@ -169,6 +182,18 @@ pub async fn run(plan: &Plan) -> Outcome {
                     if let Err(e) = ctx.routes(n).await {
                         outcome.failures.push(format!(
                             "{} rep {} routes {n}: {e}",
+                            target.kind.name(),
+                            rep + 1
+                        ));
+                    }
+                }
+            }
+            let translates = matches!(target.kind, Kind::Ferry | Kind::Envoy);
+            if plan.scenarios.contains(&Scenario::Translate) && translates {
+                for n in TRANSLATE_SIZES {
+                    if let Err(e) = ctx.translate(n).await {
+                        outcome.failures.push(format!(
+                            "{} rep {} translate {n}: {e}",
                             target.kind.name(),
                             rep + 1
                         ));

@@ -76,6 +76,15 @@ pub struct Target {
     pub bin: Option<PathBuf>,
 }
 
+/// Which configuration a target starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setup {
+    /// The plain proxy configs with this many generated routes ahead of the defaults.
+    Routes(usize),
+    /// OIP REST infer → gRPC ModelInfer (ferry's `translate`, Envoy's grpc_json_transcoder).
+    Translate,
+}
+
 /// A started target.
 #[derive(Debug)]
 pub struct Running {
@@ -111,6 +120,17 @@ impl Target {
         workdir: &Path,
         routes: usize,
     ) -> Result<Running> {
+        self.start_with(upstream, workdir, Setup::Routes(routes))
+            .await
+    }
+
+    /// Starts the target in front of `upstream` configured by `setup`.
+    pub async fn start_with(
+        &self,
+        upstream: SocketAddr,
+        workdir: &Path,
+        setup: Setup,
+    ) -> Result<Running> {
         let Some(bin) = &self.bin else {
             return Ok(Running {
                 kind: self.kind,
@@ -132,8 +152,16 @@ impl Target {
             upstream: upstream.port(),
         };
         std::fs::create_dir_all(workdir).ctx(|| format!("creating {}", workdir.display()))?;
-        let text = configs::render(self.kind, ports, workdir, routes)
-            .ok_or_else(|| BenchError::Process(format!("no config for {}", self.kind.name())))?;
+        let text = match setup {
+            Setup::Routes(routes) => configs::render(self.kind, ports, workdir, routes),
+            Setup::Translate => {
+                let descriptor = workdir.join(configs::ENVOY_DESCRIPTOR_FILE);
+                std::fs::write(&descriptor, configs::ENVOY_DESCRIPTOR)
+                    .ctx(|| format!("writing {}", descriptor.display()))?;
+                configs::render_translate(self.kind, ports, workdir)
+            }
+        }
+        .ok_or_else(|| BenchError::Process(format!("no config for {}", self.kind.name())))?;
         // Envoy picks its parser by extension; the others do not care.
         let ext = match self.kind {
             Kind::Ferry | Kind::Envoy => "yaml",
@@ -175,10 +203,9 @@ impl Target {
             cold_start: Duration::ZERO,
             child: Some(child),
         };
-        let probe = if routes > 0 {
-            configs::route_probe_path(routes)
-        } else {
-            "/".to_owned()
+        let probe = match setup {
+            Setup::Routes(routes) if routes > 0 => configs::route_probe_path(routes),
+            _ => "/".to_owned(),
         };
         running.wait_ready(spawned, &probe, workdir).await?;
         Ok(running)

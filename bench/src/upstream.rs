@@ -6,7 +6,10 @@
 //! - `POST /upload` → reads and discards the body, answers with its length;
 //! - `GET /sse` → `text/event-stream`: one event at once, a second after [`SSE_SECOND_EVENT`]
 //!   (so a proxy that buffers the stream shows it in the time to first event);
-//! - `POST /bench.Echo/Unary` (gRPC) → echoes the request message with `grpc-status: 0`.
+//! - `POST /bench.Echo/Unary` (gRPC) → echoes the request message with `grpc-status: 0`;
+//! - `POST /inference.GRPCInferenceService/ModelInfer` (gRPC) → see [`infer`].
+
+mod infer;
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -28,6 +31,8 @@ pub const GRPC_PATH: &str = "/bench.Echo/Unary";
 pub const SSE_SECOND_EVENT: Duration = Duration::from_millis(200);
 /// The first SSE event, byte for byte.
 pub const SSE_FIRST: &[u8] = b"data: first\n\n";
+
+pub use self::infer::MODEL_INFER_PATH;
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -54,6 +59,9 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path();
     if path == GRPC_PATH {
         return Ok(grpc_echo(req).await);
+    }
+    if path == MODEL_INFER_PATH {
+        return Ok(infer::model_infer(req).await);
     }
     if path == "/upload" {
         return Ok(upload(req).await);

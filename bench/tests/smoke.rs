@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// The ferry binary of this build profile, built on demand (the bench crate cannot depend on
-/// another package's binary, so cargo does not build it for us).
+/// The ferry binary of this build profile, built (or brought up to date: a stale binary would
+/// lack newer route features such as `translate`) on every run, since the bench crate cannot
+/// depend on another package's binary and cargo does not build it for us.
 #[allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -16,16 +17,14 @@ use std::time::{Duration, Instant};
 fn ferry_binary() -> PathBuf {
     let bench = PathBuf::from(env!("CARGO_BIN_EXE_ferry-bench"));
     let ferry = bench.with_file_name("ferry");
-    if !ferry.is_file() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let status = Command::new(cargo)
-            .args(["build", "-p", "ferry-proxy", "--bin", "ferry"])
-            .current_dir(workspace)
-            .status()
-            .expect("running cargo build for ferry");
-        assert!(status.success(), "building ferry failed: {status}");
-    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let status = Command::new(cargo)
+        .args(["build", "-p", "ferry-proxy", "--bin", "ferry"])
+        .current_dir(workspace)
+        .status()
+        .expect("running cargo build for ferry");
+    assert!(status.success(), "building ferry failed: {status}");
     assert!(ferry.is_file(), "no ferry binary at {}", ferry.display());
     ferry
 }
@@ -67,6 +66,9 @@ fn smoke_mode_runs_every_scenario_against_ferry_and_direct() {
         "sse_first_event",
         "routes_10",
         "routes_10000",
+        "translate_64",
+        "translate_65536",
+        "translate_1000000",
     ] {
         let ferry_values: Vec<f64> = samples
             .iter()
@@ -87,6 +89,7 @@ fn smoke_mode_runs_every_scenario_against_ferry_and_direct() {
         .and_then(|s| s["value"].as_f64())
         .unwrap();
     assert!(direct_rps > 0.0);
+    // `translate` (ferry ÷ Envoy) needs Envoy, which smoke mode does not run.
     for chart in ["cpu_per_request", "added_latency", "memory", "throughput"] {
         for ext in ["svg", "png"] {
             let file = out.join(format!("{chart}.{ext}"));

@@ -38,6 +38,7 @@ pub fn render(report: &Report) -> String {
         md.push('\n');
     }
     headline(&mut md, report);
+    super::translate::render(&mut md, &report.translate);
     details(&mut md, &report.aggregates);
     md
 }

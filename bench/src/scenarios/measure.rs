@@ -1,5 +1,7 @@
 //! Measuring one target: start it, drive each scenario's load, read its CPU and memory.
 
+mod translate;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -157,7 +159,7 @@ impl<'a> Ctx<'a> {
                     grpc: false,
                 };
                 let plan = self.load_plan(running, Proto::Http1, 4, 1, spec);
-                let stats = self.load(running, name, &plan, Shape::Closed).await?;
+                let (stats, _) = self.load(running, name, &plan, Shape::Closed).await?;
                 self.record(name, "mib_per_s", "MiB/s", stats.rps());
             }
             Scenario::SseFirstEvent => {
@@ -175,7 +177,7 @@ impl<'a> Ctx<'a> {
                 self.record(name, "ttfe_max_ms", "ms", max);
             }
             // Measured around the other scenarios and on their own starts.
-            Scenario::Memory | Scenario::ColdStart | Scenario::Routes => {}
+            Scenario::Memory | Scenario::ColdStart | Scenario::Routes | Scenario::Translate => {}
         }
         Ok(())
     }
@@ -202,14 +204,15 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Runs load, recording rate, latency and the proxy's CPU per 10,000 requests.
+    /// Runs load, recording rate, latency and the proxy's CPU per 10,000 requests; returns the
+    /// run's stats and the proxy's CPU-seconds over it.
     async fn load(
         &mut self,
         running: &Running,
         scenario: &str,
         plan: &LoadPlan,
         shape: Shape,
-    ) -> Result<RunStats> {
+    ) -> Result<(RunStats, f64)> {
         let ticks = self.plan.ticks;
         let cpu_before = running.cpu_seconds(ticks)?;
         let sampler = RssSampler::start(running.pid());
@@ -243,7 +246,7 @@ impl<'a> Ctx<'a> {
         if matches!(shape, Shape::Open(_)) {
             self.record(scenario, "p999_ms", "ms", stats.latency_ms(0.999));
         }
-        Ok(stats)
+        Ok((stats, cpu))
     }
 
     /// The route-table scenario with `n` generated routes, on its own start of the target.
