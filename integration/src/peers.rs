@@ -2,7 +2,7 @@
 //! installed (pinned) by `peers/install.sh` into `<root>/target/peers/py`. A missing peer is an
 //! error that fails the test; nothing is skipped.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use anyhow::{Context as _, bail};
@@ -45,21 +45,7 @@ pub async fn python() -> anyhow::Result<PathBuf> {
         .get_or_try_init(|| async {
             let script = workspace::crate_dir().join("peers").join("install.sh");
             let dir = workspace::peers_dir();
-            let out = Command::new("sh")
-                .arg(&script)
-                .arg(&dir)
-                .kill_on_drop(true)
-                .output()
-                .await
-                .with_context(|| format!("running {}", script.display()))?;
-            if !out.status.success() {
-                bail!(
-                    "installing the Python peers failed ({}):\n{}\n{}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
+            run_installer(&script, &dir, "the Python peers").await?;
             Ok(dir.join("py").join("bin").join("python"))
         })
         .await
@@ -100,4 +86,25 @@ pub async fn grpcio_client(
             String::from_utf8_lossy(&out.stdout)
         )
     })
+}
+
+/// Runs a peer installer script with the peers dir as its argument; a failure carries the
+/// script's output, so a missing peer fails the test loudly.
+pub async fn run_installer(script: &Path, dir: &Path, what: &str) -> anyhow::Result<()> {
+    let out = Command::new("sh")
+        .arg(script)
+        .arg(dir)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .with_context(|| format!("running {}", script.display()))?;
+    if !out.status.success() {
+        bail!(
+            "installing {what} failed ({}):\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
 }

@@ -28,21 +28,7 @@ async fn peers() -> anyhow::Result<PathBuf> {
         .get_or_try_init(|| async {
             let script = scripts_dir().join("install.sh");
             let dir = workspace::peers_dir();
-            let out = Command::new("sh")
-                .arg(&script)
-                .arg(&dir)
-                .kill_on_drop(true)
-                .output()
-                .await
-                .with_context(|| format!("running {}", script.display()))?;
-            if !out.status.success() {
-                bail!(
-                    "installing the translation peers failed ({}):\n{}\n{}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
+            ferry_integration::peers::run_installer(&script, &dir, "the translation peers").await?;
             Ok(dir)
         })
         .await
