@@ -277,14 +277,25 @@ impl Body for Limited {
 
 /// Keeps `gauge` incremented while the response body is alive (open streams count as active
 /// requests until their last byte or their cancellation).
-pub fn track(body: ProxyBody, gauge: prometheus_client::metrics::gauge::Gauge) -> ProxyBody {
+/// `active` marks the connection busy for its idle timer until the body is done.
+pub fn track(
+    body: ProxyBody,
+    gauge: prometheus_client::metrics::gauge::Gauge,
+    active: crate::listener::ActiveGuard,
+) -> ProxyBody {
     gauge.inc();
-    Tracked { inner: body, gauge }.boxed_unsync()
+    Tracked {
+        inner: body,
+        gauge,
+        _active: active,
+    }
+    .boxed_unsync()
 }
 
 struct Tracked {
     inner: ProxyBody,
     gauge: prometheus_client::metrics::gauge::Gauge,
+    _active: crate::listener::ActiveGuard,
 }
 
 impl Drop for Tracked {
