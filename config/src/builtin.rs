@@ -70,6 +70,7 @@ pub fn one_route_translate_config(
             direction,
             max_decoded_bytes: defaults::TRANSLATE_MAX_DECODED_BYTES,
             upstream_binary: false,
+            descriptor: None,
         });
     }
     finish(Parts {

@@ -116,9 +116,26 @@ fn route(r: &Route) -> Value {
         let mut spec = json!({
             "from": from,
             "to": to,
-            "protocol": "oip-v2",
+            "protocol": if t.descriptor.is_some() { "descriptor" } else { "oip-v2" },
             "max_decoded_bytes": t.max_decoded_bytes,
         });
+        if let Some(d) = &t.descriptor {
+            spec["descriptor_set"] = d.descriptor_set.display().to_string().into();
+            spec["unknown_fields"] = if d.reject_unknown_fields {
+                "reject"
+            } else {
+                "ignore"
+            }
+            .into();
+            spec["streaming"] = match d.streaming {
+                crate::ir::StreamingFormat::Ndjson => "ndjson",
+                crate::ir::StreamingFormat::Sse => "sse",
+            }
+            .into();
+            if !d.services.is_empty() {
+                spec["services"] = d.services.clone().into();
+            }
+        }
         if t.direction == TranslateDirection::GrpcToRest {
             spec["upstream_binary"] = t.upstream_binary.into();
         }

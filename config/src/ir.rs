@@ -108,8 +108,9 @@ pub struct Route {
     pub validate_tensors: Option<ValidateTensors>,
 }
 
-/// A route's protocol translation (Open Inference Protocol v2, the only mapping so far).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A route's protocol translation: Open Inference Protocol v2, or generic transcoding from a
+/// descriptor set.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Translate {
     /// Which way.
     pub direction: TranslateDirection,
@@ -117,6 +118,60 @@ pub struct Translate {
     pub max_decoded_bytes: u64,
     /// gRPC → REST: the upstream supports the binary tensor extension. Default false.
     pub upstream_binary: bool,
+    /// `protocol: descriptor`: generic REST → gRPC transcoding; `None` = OIP v2.
+    pub descriptor: Option<DescriptorTranscode>,
+}
+
+/// Generic REST → gRPC transcoding from a `FileDescriptorSet`. The file itself is read by the
+/// proxy (at startup, `ferry validate` and reload), which reports its faults at `at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescriptorTranscode {
+    /// The descriptor set file, resolved against the config file's directory.
+    pub descriptor_set: std::path::PathBuf,
+    /// Where `descriptor_set` is written, for errors about the file's contents.
+    pub at: FieldLocation,
+    /// Refuse (`true`) or drop unknown JSON fields and query parameters. Default refuse.
+    pub reject_unknown_fields: bool,
+    /// How server streams are written out. Default NDJSON.
+    pub streaming: StreamingFormat,
+    /// Services to expose (full names); empty = all.
+    pub services: Vec<String>,
+}
+
+/// How server streams are written out to REST callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamingFormat {
+    /// Newline-delimited JSON.
+    Ndjson,
+    /// Server-sent events.
+    Sse,
+}
+
+/// A field's place in a config file, so problems found later (e.g. in a file it names) are
+/// reported at it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldLocation {
+    /// The config source name.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// Dotted field path.
+    pub path: String,
+}
+
+impl FieldLocation {
+    /// A config error at this field.
+    pub fn error(&self, message: impl Into<String>) -> crate::ConfigError {
+        crate::ConfigError {
+            file: self.file.clone(),
+            line: self.line,
+            col: self.col,
+            path: self.path.clone(),
+            message: message.into(),
+        }
+    }
 }
 
 /// Which way a route translates.

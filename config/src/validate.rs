@@ -18,6 +18,7 @@ mod matchers;
 mod route;
 mod template;
 mod tensors;
+mod transcode;
 mod values;
 
 pub use values::format_duration;
@@ -49,6 +50,24 @@ impl<'a> Ctx<'a> {
             path: path.to_owned(),
             message: message.into(),
         });
+    }
+
+    /// Where the value at `path` is, for errors found after validation.
+    pub(crate) fn locate(&self, path: &str) -> crate::ir::FieldLocation {
+        let pos = self.index.value(path);
+        crate::ir::FieldLocation {
+            file: self.file.to_owned(),
+            line: pos.line,
+            col: pos.col,
+            path: path.to_owned(),
+        }
+    }
+
+    /// The directory relative paths in the file are resolved against.
+    pub(crate) fn base_dir(&self) -> &std::path::Path {
+        std::path::Path::new(self.file)
+            .parent()
+            .unwrap_or(std::path::Path::new(""))
     }
 
     /// Records `Err` results and turns them into `None`.

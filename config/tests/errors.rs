@@ -470,10 +470,83 @@ fn bad_translate() {
         ]
     );
     let unknown = one_error(&with_route(
-        "        to: up\n        translate: { from: rest, to: grpc, protocol: descriptor }\n",
+        "        to: up\n        translate: { from: rest, to: grpc, protocol: protobuf }\n",
     ));
     assert!(unknown.starts_with("routes.yaml:8:"), "{unknown}");
     assert!(unknown.contains("oip-v2"), "{unknown}");
+    assert!(unknown.contains("descriptor"), "{unknown}");
+}
+
+#[test]
+fn bad_descriptor_translate() {
+    assert_eq!(
+        one_error(&with_route(
+            "        to: up\n        translate: { from: rest, to: grpc, protocol: descriptor }\n",
+        )),
+        r#"routes.yaml:8:54: listeners[0].routes[0].translate.protocol: protocol descriptor needs descriptor_set (expected e.g. descriptor_set: api.pb)"#
+    );
+    assert_eq!(
+        errors(&with_route(
+            "        to: up\n        translate: { from: rest, to: grpc, descriptor_set: a.pb, streaming: sse }\n",
+        )),
+        vec![
+            r#"routes.yaml:8:60: listeners[0].routes[0].translate.descriptor_set: only applies to protocol: descriptor (expected it omitted with oip-v2)"#,
+            r#"routes.yaml:8:77: listeners[0].routes[0].translate.streaming: only applies to protocol: descriptor (expected it omitted with oip-v2)"#,
+        ]
+    );
+    assert_eq!(
+        one_error(&with_route(
+            "        to: up\n        translate: { from: grpc, to: rest, protocol: descriptor, descriptor_set: a.pb }\n",
+        )),
+        r#"routes.yaml:8:54: listeners[0].routes[0].translate.protocol: descriptor transcoding is REST → gRPC only (expected from: rest, to: grpc)"#
+    );
+    let bad_enum = one_error(&with_route(
+        "        to: up\n        translate: { from: rest, to: grpc, protocol: descriptor, descriptor_set: a.pb, streaming: websocket }\n",
+    ));
+    assert!(
+        bad_enum.starts_with("routes.yaml:8:") && bad_enum.contains("translate.streaming"),
+        "{bad_enum}"
+    );
+    assert!(
+        bad_enum.contains("ndjson") && bad_enum.contains("sse"),
+        "{bad_enum}"
+    );
+    let bad_enum = one_error(&with_route(
+        "        to: up\n        translate: { from: rest, to: grpc, protocol: descriptor, descriptor_set: a.pb, unknown_fields: drop }\n",
+    ));
+    assert!(bad_enum.contains("translate.unknown_fields"), "{bad_enum}");
+    assert!(
+        bad_enum.contains("reject") && bad_enum.contains("ignore"),
+        "{bad_enum}"
+    );
+}
+
+#[test]
+fn descriptor_translate_resolves_the_file_and_shows_in_the_effective_config() {
+    let text = with_route(
+        "        to: up\n        translate: { from: rest, to: grpc, protocol: descriptor, descriptor_set: api/lib.pb, unknown_fields: ignore, streaming: sse, services: [lib.v1.Library] }\n",
+    );
+    let config = ferry_config::parse("/etc/ferry/routes.yaml", &text).unwrap();
+    let t = config.listeners[0].routes[0].translate.clone().unwrap();
+    let d = t.descriptor.unwrap();
+    assert_eq!(
+        d.descriptor_set,
+        std::path::Path::new("/etc/ferry/api/lib.pb")
+    );
+    assert_eq!(
+        d.at.error("unreadable").to_string(),
+        "/etc/ferry/routes.yaml:8:82: listeners[0].routes[0].translate.descriptor_set: unreadable"
+    );
+    assert!(!d.reject_unknown_fields);
+    assert_eq!(d.streaming, ferry_config::StreamingFormat::Sse);
+    assert_eq!(d.services, ["lib.v1.Library"]);
+    let route = &config.effective_json["listeners"][0]["routes"][0];
+    assert_eq!(
+        route["translate"],
+        serde_json::json!({"from": "rest", "to": "grpc", "protocol": "descriptor",
+            "max_decoded_bytes": 67108864, "descriptor_set": "/etc/ferry/api/lib.pb",
+            "unknown_fields": "ignore", "streaming": "sse", "services": ["lib.v1.Library"]})
+    );
 }
 
 #[test]
@@ -486,7 +559,7 @@ fn translate_shows_in_the_effective_config() {
         serde_json::json!({"from": "grpc", "to": "rest", "protocol": "oip-v2",
             "max_decoded_bytes": 67108864, "upstream_binary": false})
     );
-    let t = config.listeners[0].routes[0].translate.unwrap();
+    let t = config.listeners[0].routes[0].translate.clone().unwrap();
     assert_eq!(t.direction, ferry_config::TranslateDirection::GrpcToRest);
 }
 

@@ -5,4 +5,5 @@
 
 pub mod model_name;
 pub mod tensor_check;
+pub mod transcode;
 pub mod translate;

@@ -37,7 +37,9 @@ pub struct RawRoute {
     pub validate_tensors: Option<super::ValidateTensorsSpec>,
 }
 
-/// Protocol translation on a route: `{from: rest, to: grpc, protocol: oip-v2}` or the reverse.
+/// Protocol translation on a route: `{from: rest, to: grpc, protocol: oip-v2}` or the reverse,
+/// or `{from: rest, to: grpc, protocol: descriptor, descriptor_set: api.pb}` for any gRPC
+/// service with `google.api.http` annotations.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Translate")]
@@ -54,6 +56,41 @@ pub struct TranslateSpec {
     /// `from: grpc` only: the REST upstream supports the binary tensor extension (KServe,
     /// Triton; not MLServer 1.7), so tensors travel as binary sections, not JSON. Default false.
     pub upstream_binary: Option<bool>,
+    /// `protocol: descriptor` only (required there): a `FileDescriptorSet` file (`protoc
+    /// --include_imports --descriptor_set_out`), relative to this config file's directory.
+    /// Watched and reloaded like the config.
+    pub descriptor_set: Option<Text>,
+    /// `protocol: descriptor` only: unknown JSON fields and query parameters are refused with
+    /// 400 naming the field (`reject`) or dropped (`ignore`). Default `reject`.
+    pub unknown_fields: Option<UnknownFieldsSpec>,
+    /// `protocol: descriptor` only: how server-streaming answers are written out. Default
+    /// `ndjson`.
+    pub streaming: Option<StreamingSpec>,
+    /// `protocol: descriptor` only: full names of the services to expose (e.g.
+    /// `library.v1.Library`); omitted = every service in the set.
+    pub services: Option<Vec<Text>>,
+}
+
+/// What to do with unknown JSON fields and query parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(rename = "UnknownFields")]
+pub enum UnknownFieldsSpec {
+    /// 400 naming the field.
+    Reject,
+    /// Dropped.
+    Ignore,
+}
+
+/// How a server stream is written out to REST callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(rename = "Streaming")]
+pub enum StreamingSpec {
+    /// Newline-delimited JSON (`application/x-ndjson`).
+    Ndjson,
+    /// Server-sent events (`text/event-stream`), `data: {...}` per message.
+    Sse,
 }
 
 /// One side of a translation.
@@ -74,6 +111,10 @@ pub enum TranslateProtocolSpec {
     /// Open Inference Protocol v2: REST JSON ⇄ `inference.GRPCInferenceService`.
     #[serde(rename = "oip-v2")]
     OipV2,
+    /// Any gRPC service from a descriptor set, by its `google.api.http` annotations (REST →
+    /// gRPC only).
+    #[serde(rename = "descriptor")]
+    Descriptor,
 }
 
 /// Route conditions; all present conditions must hold.

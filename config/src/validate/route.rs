@@ -332,9 +332,11 @@ fn translate(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
             "only applies to from: grpc, to: rest (expected it omitted)",
         );
     }
+    let descriptor = super::transcode::descriptor(ctx, path, spec);
     Some(Translate {
         direction: direction?,
         max_decoded_bytes: max_decoded_bytes?,
         upstream_binary: spec.upstream_binary.unwrap_or(false),
+        descriptor: descriptor?,
     })
 }
