@@ -31,13 +31,9 @@ pub fn empty() -> ProxyBody {
     Empty::new().map_err(|never| match never {}).boxed_unsync()
 }
 
-/// A request body grew past the configured limit.
-#[derive(Debug, thiserror::Error)]
-#[error("request body exceeds the limit of {limit} bytes")]
-pub struct BodyTooLarge {
-    /// The limit in bytes.
-    pub limit: u64,
-}
+// Defined in filters so the translation and tensor-check filters recognise it when the limit
+// cuts a body they are buffering.
+pub use ferry_filters::body_limit::BodyTooLarge;
 
 /// The first bytes of a body, read and kept, plus the unread rest.
 pub struct Peeked {
