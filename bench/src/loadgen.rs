@@ -218,6 +218,8 @@ pub async fn open_loop(plan: &LoadPlan, rate: u32) -> Result<RunStats> {
 const SPIN: Duration = Duration::from_micros(20);
 
 /// Releases request `k` at `start + k × interval` to worker `k mod width`.
+// Runs on its own OS thread, never on the runtime: blocking sleeps are the point here.
+#[allow(clippy::disallowed_methods)]
 fn pace(
     tickets: &[tokio::sync::mpsc::UnboundedSender<std::time::Instant>],
     total: u64,
