@@ -124,7 +124,9 @@ fn init_logging() {
 fn validate(files: &[PathBuf]) -> ExitCode {
     let mut failed = false;
     for file in files {
-        match ferry_config::load(file) {
+        match ferry_config::load(file)
+            .and_then(|config| ferry_proxy::descriptors::Descriptors::load(&config).map(|_| config))
+        {
             Ok(config) => println!("{}: ok (version {})", file.display(), config.version),
             Err(errors) => {
                 failed = true;
