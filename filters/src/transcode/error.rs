@@ -93,7 +93,9 @@ impl TranscodeError {
 
     /// `{"error": "<message>", "code": <grpc code>}`.
     pub fn json(&self) -> String {
-        serde_json::json!({ "error": self.to_string(), "code": self.grpc_code() }).to_string()
+        // Written by hand so the key order is fixed whatever serde_json's map features are.
+        let message = serde_json::Value::String(self.to_string());
+        format!("{{\"error\":{message},\"code\":{}}}", self.grpc_code())
     }
 }
 

@@ -175,7 +175,7 @@ async fn unary_calls_map_both_ways() {
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     assert_eq!(
         text(resp).await,
-        r#"{"code":3,"error":"query parameter \"x\": unknown field \"x\""}"#
+        r#"{"error":"query parameter \"x\": unknown field \"x\"","code":3}"#
     );
 
     let resp = call(
@@ -212,14 +212,14 @@ async fn upstream_errors_map_to_status_and_json() {
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     assert_eq!(
         text(resp).await,
-        r#"{"code":5,"error":"no such book: missing"}"#
+        r#"{"error":"no such book: missing","code":5}"#
     );
     let req = Request::delete("/v1/books/3")
         .body(Full::default())
         .unwrap();
     let resp = call(TranscodeSettings::default(), req, no_stream()).await;
     assert_eq!(resp.status(), StatusCode::CONFLICT);
-    assert_eq!(text(resp).await, r#"{"code":6,"error":"exists already"}"#);
+    assert_eq!(text(resp).await, r#"{"error":"exists already","code":6}"#);
 }
 
 #[tokio::test]
@@ -259,7 +259,7 @@ async fn streaming_requests_and_oversized_bodies_are_refused() {
     assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(
         text(resp).await,
-        r#"{"code":8,"error":"request body over the limit of 8 bytes"}"#
+        r#"{"error":"request body over the limit of 8 bytes","code":8}"#
     );
 }
 
@@ -308,7 +308,7 @@ async fn server_streams_go_out_message_by_message_as_ndjson() {
         StreamFormat::Ndjson,
         "{\"id\":\"1152921504606846976\",\"title\":\"one\"}\n",
         "{\"id\":\"1152921504606846976\",\"title\":\"two\"}\n",
-        "{\"code\":14,\"error\":\"gone\"}\n",
+        "{\"error\":\"gone\",\"code\":14}\n",
     )
     .await;
 }
@@ -319,7 +319,7 @@ async fn server_streams_go_out_message_by_message_as_sse() {
         StreamFormat::Sse,
         "data: {\"id\":\"1152921504606846976\",\"title\":\"one\"}\n\n",
         "data: {\"id\":\"1152921504606846976\",\"title\":\"two\"}\n\n",
-        "data: {\"code\":14,\"error\":\"gone\"}\n\n",
+        "data: {\"error\":\"gone\",\"code\":14}\n\n",
     )
     .await;
 }
