@@ -12,6 +12,9 @@ use ferry_config::{Config, ConfigErrors, StreamingFormat};
 use ferry_filters::transcode::{StreamFormat, TranscodeSettings, Transcoder};
 use sha2::{Digest, Sha256};
 
+#[cfg(test)]
+mod tests;
+
 /// The transcoders of one config, by listener and route name.
 #[derive(Debug, Clone, Default)]
 pub struct Descriptors {
