@@ -102,6 +102,7 @@ fn config_dump(shared: &Shared) -> Response<ProxyBody> {
         "draining": shared.is_draining(),
         "config": *table.config.effective_json,
         "endpoints": clusters,
+        "descriptors": table.descriptors.dump(),
     });
     let mut resp = Response::new(full(body.to_string()));
     resp.headers_mut()

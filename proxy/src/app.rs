@@ -16,6 +16,7 @@ use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::access_log::AccessRecord;
+use crate::descriptors::Descriptors;
 use crate::listener::{self, ListenerHandle};
 use crate::state::Shared;
 use crate::table::{Table, UnknownCluster};
@@ -49,6 +50,9 @@ pub enum StartError {
     /// The config refers to something missing.
     #[error(transparent)]
     Table(#[from] UnknownCluster),
+    /// A descriptor set of a `protocol: descriptor` route is missing or unusable.
+    #[error(transparent)]
+    Descriptors(#[from] ferry_config::ConfigErrors),
     /// Writing the bound-addresses file failed.
     #[error("cannot write {path}: {source}")]
     AddressFile {
@@ -85,7 +89,8 @@ impl Proxy {
     pub async fn start(config: Config, opts: StartOptions) -> Result<Self, StartError> {
         let admin_cfg = config.admin.address;
         let metrics = crate::metrics::Metrics::new();
-        let table = Table::build(config, None, &metrics)?;
+        let descriptors = Descriptors::load_async(&config).await?;
+        let table = Table::build(config, descriptors, None, &metrics)?;
         let shared = Shared::new(table, metrics, opts.access_log);
         let mut handles = HashMap::new();
         let listeners = shared.table.load().config.listeners.clone();
@@ -196,6 +201,16 @@ impl Inner {
     /// Swaps in `config`: binds new listeners first (a bind failure leaves everything as it
     /// was), then the table, then drains listeners that were removed or moved.
     pub(crate) async fn apply(&self, config: Config) -> Result<(), StartError> {
+        let descriptors = Descriptors::load_async(&config).await?;
+        self.apply_loaded(config, descriptors).await
+    }
+
+    /// [`Inner::apply`] with the descriptor sets already loaded.
+    pub(crate) async fn apply_loaded(
+        &self,
+        config: Config,
+        descriptors: Descriptors,
+    ) -> Result<(), StartError> {
         let mut listeners = self.listeners.lock().await;
         if config.admin.address != self.shared.table.load().config.admin.address {
             tracing::warn!("admin address changes take effect after a restart");
@@ -219,6 +234,7 @@ impl Inner {
         }
         let table = Table::build(
             config,
+            descriptors,
             Some(&self.shared.table.load()),
             &self.shared.metrics,
         )?;

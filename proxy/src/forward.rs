@@ -235,6 +235,19 @@ async fn route_and_forward(
         }
     }
 
+    let mut transcoded = None;
+    if let Some(transcoder) = &route.transcoder {
+        match translate::transcode(transcoder, parts, body).await {
+            Ok((p, b, t)) => {
+                (parts, body, transcoded) = (p, b, t);
+            }
+            Err(mut answer) => {
+                edit_headers(answer.headers_mut(), &route.config.response_headers);
+                return Ok(answer);
+            }
+        }
+    }
+
     let attempt = attempt::Attempts {
         route: &route,
         listener: &listener.name,
@@ -244,6 +257,11 @@ async fn route_and_forward(
         metrics,
     };
     let resp = attempt.run(parts, body, &mut outcome.forwarded).await?;
+    if let Some(pending) = transcoded {
+        let mut resp = translate::transcode_response(pending, resp).await;
+        edit_headers(resp.headers_mut(), &route.config.response_headers);
+        return Ok(resp);
+    }
     if let Some(pending) = pending {
         let mut resp = translate::response(pending, resp).await;
         edit_headers(resp.headers_mut(), &route.config.response_headers);

@@ -8,6 +8,7 @@ pub mod app;
 pub mod body;
 pub mod cluster;
 pub mod demo;
+pub mod descriptors;
 pub mod failure;
 pub mod forward;
 pub mod headers;

@@ -124,7 +124,9 @@ fn init_logging() {
 fn validate(files: &[PathBuf]) -> ExitCode {
     let mut failed = false;
     for file in files {
-        match ferry_config::load(file) {
+        match ferry_config::load(file)
+            .and_then(|config| ferry_proxy::descriptors::Descriptors::load(&config).map(|_| config))
+        {
             Ok(config) => println!("{}: ok (version {})", file.display(), config.version),
             Err(errors) => {
                 failed = true;
@@ -180,6 +182,12 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         _ => ferry_config::default_config(),
     };
+    // Descriptor sets named by the config are part of it: a missing or broken one is a usage
+    // error reported at its field, like any config error (checked before any socket opens).
+    if let Err(errors) = ferry_proxy::descriptors::Descriptors::load(&config) {
+        eprintln!("{errors}");
+        return Ok(ExitCode::from(64));
+    }
     let workers = args
         .worker_threads
         .unwrap_or(config.runtime.worker_threads)

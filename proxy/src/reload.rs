@@ -1,7 +1,7 @@
 //! Hot reload: watch the config file's directory (Kubernetes ConfigMap volumes swap a `..data`
-//! symlink, so the file's inode changes and watching the file itself would go deaf) and reload
-//! on SIGHUP. A file that fails validation is rejected with a log line and a metric; the old
-//! table keeps serving.
+//! symlink, so the file's inode changes and watching the file itself would go deaf) and the
+//! directories of the descriptor sets it names, and reload on SIGHUP. A config or descriptor
+//! that fails validation is rejected with a log line and a metric; the old table keeps serving.
 
 use std::path::{Path, PathBuf};
 use std::sync::Weak;
@@ -11,6 +11,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::app::Inner;
+use crate::descriptors::Descriptors;
 
 /// Events arriving this close together are one change (editors and ConfigMap updates write
 /// several files).
@@ -30,7 +31,7 @@ pub(crate) async fn watch(inner: Weak<Inner>, path: PathBuf) {
             let _ = fs_tx.try_send(());
         }
     });
-    let _watcher = match watcher {
+    let mut watcher = match watcher {
         Ok(mut w) => match w.watch(&dir, RecursiveMode::NonRecursive) {
             Ok(()) => Some(w),
             Err(error) => {
@@ -43,9 +44,17 @@ pub(crate) async fn watch(inner: Weak<Inner>, path: PathBuf) {
             None
         }
     };
+    let mut watched = vec![dir];
     spawn_sighup(tx);
     let mut last_version = match inner.upgrade() {
-        Some(i) => i.shared.table.load().config.version.clone(),
+        Some(i) => {
+            let table = i.shared.table.load();
+            watch_dirs(&mut watcher, &mut watched, &table.descriptors);
+            (
+                table.config.version.clone(),
+                table.descriptors.fingerprint(),
+            )
+        }
         None => return,
     };
     while rx.recv().await.is_some() {
@@ -55,9 +64,15 @@ pub(crate) async fn watch(inner: Weak<Inner>, path: PathBuf) {
             return;
         };
         let load_path = path.clone();
-        let loaded = tokio::task::spawn_blocking(move || ferry_config::load(&load_path)).await;
-        let config = match loaded {
-            Ok(Ok(config)) => config,
+        // Config and descriptor files are read together on the blocking pool.
+        let loaded = tokio::task::spawn_blocking(move || {
+            let config = ferry_config::load(&load_path)?;
+            let descriptors = Descriptors::load(&config)?;
+            Ok::<_, ferry_config::ConfigErrors>((config, descriptors))
+        })
+        .await;
+        let (config, descriptors) = match loaded {
+            Ok(Ok(loaded)) => loaded,
             Ok(Err(errors)) => {
                 inner.shared.metrics.reload_failures.inc();
                 tracing::error!(file = %path.display(), "config rejected; the previous config keeps serving:\n{errors}");
@@ -69,18 +84,40 @@ pub(crate) async fn watch(inner: Weak<Inner>, path: PathBuf) {
                 continue;
             }
         };
-        if config.version == last_version {
+        let version = (config.version.clone(), descriptors.fingerprint());
+        if version == last_version {
             continue;
         }
-        let version = config.version.clone();
-        match inner.apply(config).await {
+        watch_dirs(&mut watcher, &mut watched, &descriptors);
+        match inner.apply_loaded(config, descriptors).await {
             Ok(()) => {
-                tracing::info!(%version, "config reloaded");
+                tracing::info!(version = %version.0, descriptors = %version.1, "config reloaded");
                 last_version = version;
             }
             Err(error) => {
                 inner.shared.metrics.reload_failures.inc();
                 tracing::error!(%error, "config reload failed; the previous config keeps serving");
+            }
+        }
+    }
+}
+
+/// Adds watches for descriptor directories not watched yet (watches are never removed: a
+/// directory a later config stops using only costs a spurious, harmless reload check).
+fn watch_dirs<W: Watcher>(
+    watcher: &mut Option<W>,
+    watched: &mut Vec<PathBuf>,
+    descriptors: &Descriptors,
+) {
+    let Some(w) = watcher else { return };
+    for dir in descriptors.dirs() {
+        if watched.contains(&dir) {
+            continue;
+        }
+        match w.watch(&dir, RecursiveMode::NonRecursive) {
+            Ok(()) => watched.push(dir),
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), %error, "cannot watch a descriptor directory; SIGHUP still reloads");
             }
         }
     }

@@ -10,6 +10,7 @@ use rand::Rng;
 use tower::retry::budget::TpsBudget;
 
 use crate::cluster::Cluster;
+use crate::descriptors::Descriptors;
 use crate::metrics::{ClusterLabels, Metrics, Name, RouteLabels};
 use crate::router::Router;
 
@@ -24,6 +25,8 @@ pub struct Table {
     pub listeners: HashMap<String, Arc<ListenerTable>>,
     /// Clusters by name.
     pub clusters: HashMap<String, Arc<Cluster>>,
+    /// The descriptor sets of `protocol: descriptor` routes (kept for `/config_dump`).
+    pub descriptors: Descriptors,
 }
 
 /// One listener's routes and limits.
@@ -51,8 +54,10 @@ pub struct RouteEntry {
     pub budget: Option<TpsBudget>,
     /// The configured model name (metric label), or empty.
     pub model_label: Arc<str>,
-    /// The route's REST ⇄ gRPC translator, if it has `translate`.
+    /// The route's OIP REST ⇄ gRPC translator, if it has `translate` with `oip-v2`.
     pub translator: Option<ferry_filters::translate::Translator>,
+    /// The route's generic REST → gRPC transcoder, if it has `translate` with `descriptor`.
+    pub transcoder: Option<ferry_filters::transcode::Transcoder>,
     /// The route's input tensor check, if it has `validate_tensors` (its metadata cache lives
     /// as long as this table).
     pub tensor_validator: Option<ferry_filters::tensor_check::TensorValidator>,
@@ -76,6 +81,7 @@ impl Table {
     /// pools, latency estimates and ejections carry over).
     pub fn build(
         config: Config,
+        descriptors: Descriptors,
         previous: Option<&Table>,
         metrics: &Metrics,
     ) -> Result<Self, UnknownCluster> {
@@ -112,7 +118,12 @@ impl Table {
                     .clone();
                 routes.push((
                     r.matcher.clone(),
-                    Arc::new(RouteEntry::new(r, &clusters, duration)?),
+                    Arc::new(RouteEntry::new(
+                        r,
+                        &clusters,
+                        duration,
+                        descriptors.transcoder(&l.name, &r.name),
+                    )?),
                 ));
             }
             listeners.insert(
@@ -129,6 +140,7 @@ impl Table {
             loaded_at: SystemTime::now(),
             listeners,
             clusters,
+            descriptors,
         })
     }
 }
@@ -140,6 +152,7 @@ impl RouteEntry {
         r: &Route,
         clusters: &HashMap<String, Arc<Cluster>>,
         duration: prometheus_client::metrics::histogram::Histogram,
+        transcoder: Option<ferry_filters::transcode::Transcoder>,
     ) -> Result<Self, UnknownCluster> {
         let mut targets = Vec::new();
         let mut total = 0u64;
@@ -175,6 +188,7 @@ impl RouteEntry {
             budget,
             model_label,
             translator: crate::forward::translate::translator(r.translate.as_ref()),
+            transcoder,
             tensor_validator: crate::forward::tensor_check::validator(
                 r.validate_tensors.as_ref(),
                 r.translate.as_ref(),

@@ -119,19 +119,16 @@ fn apply_query(
 
 /// Whether the body already set the field at `fields` (a scalar field at any depth).
 fn is_set(msg: &DynamicMessage, fields: &[FieldDescriptor]) -> bool {
-    let mut current = msg.clone();
-    for (i, f) in fields.iter().enumerate() {
-        if !current.has_field(f) {
-            return false;
-        }
-        if i + 1 < fields.len() {
-            match current.get_field(f).as_message() {
-                Some(m) => current = m.clone(),
-                None => return true,
-            }
+    match fields {
+        [] => true,
+        [f, rest @ ..] => {
+            msg.has_field(f)
+                && match msg.get_field(f).as_message() {
+                    Some(inner) if !rest.is_empty() => is_set(inner, rest),
+                    _ => true,
+                }
         }
     }
-    true
 }
 
 /// Sets the field at `path` from its text form. Path variables replace; query parameters

@@ -1,8 +1,10 @@
 //! Routes with `translate`: the request goes through the OIP translator before forwarding
 //! (retries and timeouts then apply to the translated request) and the upstream's answer
-//! through it on the way back. The filter itself lives in `ferry_filters::translate`.
+//! through it on the way back. The filters themselves live in `ferry_filters::translate` (OIP)
+//! and `ferry_filters::transcode` (any service from a descriptor set).
 
 use ferry_config::{Translate, TranslateDirection};
+use ferry_filters::transcode::{Pending as TranscodePending, Transcoder};
 use ferry_filters::translate::{
     Direction, MaxDecodedBytes, Pending, TranslateSettings, Translator,
 };
@@ -13,7 +15,7 @@ use crate::body::ProxyBody;
 
 /// The translator for a route's config, built once per config load.
 pub(crate) fn translator(config: Option<&Translate>) -> Option<Translator> {
-    config.map(|t| {
+    config.filter(|t| t.descriptor.is_none()).map(|t| {
         Translator::new(TranslateSettings {
             direction: match t.direction {
                 TranslateDirection::RestToGrpc => Direction::RestToGrpc,
@@ -43,5 +45,35 @@ pub(super) async fn request(
 
 /// Translates the upstream's response for the caller.
 pub(super) async fn response(pending: Pending, resp: Response<Incoming>) -> Response<ProxyBody> {
+    pending.response(resp).await
+}
+
+/// Transcodes the request when a binding matches; otherwise it comes back untouched (plain
+/// gRPC callers share the route). `Err` is the caller's answer.
+pub(super) async fn transcode(
+    transcoder: &Transcoder,
+    parts: http::request::Parts,
+    body: ProxyBody,
+) -> Result<(http::request::Parts, ProxyBody, Option<TranscodePending>), Response<ProxyBody>> {
+    match transcoder.request(Request::from_parts(parts, body)) {
+        Err(untouched) => {
+            let (parts, body) = untouched.into_parts();
+            Ok((parts, body, None))
+        }
+        Ok(translation) => {
+            let (req, pending) = translation.await.inspect_err(|answer| {
+                tracing::debug!(status = %answer.status(), "transcoding refused the request");
+            })?;
+            let (parts, body) = req.into_parts();
+            Ok((parts, body, Some(pending)))
+        }
+    }
+}
+
+/// Maps the upstream's gRPC answer back to JSON for the REST caller.
+pub(super) async fn transcode_response(
+    pending: TranscodePending,
+    resp: Response<Incoming>,
+) -> Response<ProxyBody> {
     pending.response(resp).await
 }
