@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
@@ -13,6 +14,7 @@ use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
 use http_body::Body;
 use http_body_util::BodyExt;
 
+use super::binary_probe::{self, BinaryProbe, UpstreamBinary};
 use super::endpoint::{Endpoint, Rpc};
 use super::error::{TranslateError, code, http_for_grpc};
 use super::grpc_message::{percent_decode, percent_encode};
@@ -29,6 +31,7 @@ pub const INFERENCE_HEADER_CONTENT_LENGTH: HeaderName =
 #[derive(Debug, Clone)]
 pub struct Translator {
     settings: Arc<TranslateSettings>,
+    probe: Arc<BinaryProbe>,
 }
 
 /// What the response half needs from the request half.
@@ -51,6 +54,7 @@ impl Translator {
     pub fn new(settings: TranslateSettings) -> Self {
         Translator {
             settings: Arc::new(settings),
+            probe: Arc::default(),
         }
     }
 
@@ -60,10 +64,75 @@ impl Translator {
     }
 
     /// Translates a request. `Err` is the answer to send the caller instead (bad input: the
-    /// upstream is not called).
+    /// upstream is not called). With `upstream_binary: auto` and no probe result cached, raw
+    /// tensors go as JSON `data`; [`Translator::request_probing`] learns the upstream's support.
     pub fn request<B>(
         &self,
         req: Request<B>,
+    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>>
+    + Send
+    + 'static
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let binary = match self.settings.upstream_binary {
+            UpstreamBinary::On => true,
+            UpstreamBinary::Off => false,
+            UpstreamBinary::Auto => self.probe.cached(Instant::now()).unwrap_or(false),
+        };
+        self.translate(req, binary)
+    }
+
+    /// Like [`Translator::request`], but on a gRPC → REST route with `upstream_binary: auto`
+    /// an infer call first learns whether the REST upstream supports the binary extension:
+    /// `probe_upstream` is given `GET /v2` to send the way the route sends requests, at most
+    /// once per [`PROBE_TTL`](super::binary_probe::PROBE_TTL) (sooner again after a failure,
+    /// which means JSON meanwhile).
+    pub async fn request_probing<B, F, Fut, RB>(
+        &self,
+        req: Request<B>,
+        probe_upstream: F,
+    ) -> Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+        F: FnOnce(Request<TranslateBody>) -> Fut,
+        Fut: Future<Output = Result<Response<RB>, BoxError>>,
+        RB: Body<Data = Bytes> + Send + 'static,
+        RB::Error: Into<BoxError>,
+    {
+        let wants_probe = self.settings.direction == Direction::GrpcToRest
+            && self.settings.upstream_binary == UpstreamBinary::Auto
+            && req.uri().path().strip_prefix(SERVICE_PATH) == Some(Rpc::ModelInfer.method_name());
+        if !wants_probe {
+            return self.request(req).await;
+        }
+        let binary = match self.probe.cached(Instant::now()) {
+            Some(b) => b,
+            None => {
+                let probe = binary_probe::request(req.uri(), req.headers());
+                let probed = match probe_upstream(probe).await {
+                    Ok(resp) => binary_probe::read(resp).await,
+                    Err(e) => Err(e.to_string()),
+                };
+                let probed = probed
+                    .inspect_err(|e| {
+                        tracing::warn!(error = %e,
+                            "binary extension probe failed; tensors go as JSON for now");
+                    })
+                    .ok();
+                tracing::debug!(?probed, "probed the REST upstream for the binary extension");
+                self.probe.store(probed, Instant::now())
+            }
+        };
+        self.translate(req, binary).await
+    }
+
+    fn translate<B>(
+        &self,
+        req: Request<B>,
+        upstream_binary: bool,
     ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>>
     + Send
     + 'static
@@ -79,7 +148,7 @@ impl Translator {
             let limit = settings.max_decoded_bytes.0;
             match settings.direction {
                 Direction::RestToGrpc => rest_request(req, limit).await.map_err(|e| rest_error(&e)),
-                Direction::GrpcToRest => grpc_request(req, limit, settings.upstream_binary)
+                Direction::GrpcToRest => grpc_request(req, limit, upstream_binary)
                     .await
                     .map_err(|e| grpc_error(&e)),
             }

@@ -20,7 +20,7 @@ pub(super) fn settings(direction: Direction) -> TranslateSettings {
     TranslateSettings {
         direction,
         max_decoded_bytes: MaxDecodedBytes(1 << 20),
-        upstream_binary: false,
+        upstream_binary: UpstreamBinary::Off,
     }
 }
 
