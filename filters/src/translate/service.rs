@@ -163,7 +163,13 @@ pub(crate) async fn collect(
     // A hand-rolled loop rather than `Limited`: its `Into<BoxError>` bound on an already boxed
     // error defeats `Send` inference for the callers' futures.
     let mut body = body;
-    let mut chunks: Vec<Bytes> = Vec::new();
+    // With a declared length (Content-Length, or an exact hint) the body is copied once into a
+    // buffer of that size as it arrives, so no chunk is held twice: peak memory is one body,
+    // not the chunks plus their concatenation. The hint is trusted only up to the limit.
+    let hint = body.size_hint();
+    let expected = hint.exact().or(hint.upper()).unwrap_or(hint.lower());
+    let mut first: Option<Bytes> = None;
+    let mut all = BytesMut::new();
     let mut len = 0u64;
     let mut trailers = None;
     while let Some(frame) = body.frame().await {
@@ -184,7 +190,17 @@ pub(crate) async fn collect(
                         limit,
                     });
                 }
-                chunks.push(data);
+                // One chunk (the usual case for small bodies) is kept as is, uncopied.
+                match first.take() {
+                    None if all.is_empty() => first = Some(data),
+                    None => all.extend_from_slice(&data),
+                    Some(one) => {
+                        let cap = expected.clamp(len, limit);
+                        all.reserve(usize::try_from(cap).unwrap_or(0));
+                        all.extend_from_slice(&one);
+                        all.extend_from_slice(&data);
+                    }
+                }
             }
             Err(frame) => {
                 if let Ok(t) = frame.into_trailers() {
@@ -193,16 +209,7 @@ pub(crate) async fn collect(
             }
         }
     }
-    // One chunk (the usual case for small bodies) is kept as is; several are joined once.
-    let bytes = match chunks.len() {
-        0 => Bytes::new(),
-        1 => chunks.pop().unwrap_or_default(),
-        _ => {
-            let mut all = BytesMut::with_capacity(usize::try_from(len).unwrap_or(0));
-            chunks.iter().for_each(|c| all.extend_from_slice(c));
-            all.freeze()
-        }
-    };
+    let bytes = first.unwrap_or_else(|| all.freeze());
     Ok((bytes, trailers))
 }
 
