@@ -10,8 +10,8 @@ use crate::defaults;
 use crate::effective::finish;
 use crate::ir::{
     Action, Admin, Cluster, Config, Endpoints, HeaderEdits, LbPolicy, Listener, ListenerLimits,
-    OutlierDetection, Route, RouteMatch, Runtime, Translate, TranslateDirection, UpstreamProtocol,
-    WeightedCluster,
+    OutlierDetection, Route, RouteMatch, Runtime, Translate, TranslateDirection, UpstreamBinary,
+    UpstreamProtocol, WeightedCluster,
 };
 use crate::validate::Parts;
 
@@ -69,7 +69,7 @@ pub fn one_route_translate_config(
         route.translate = direction.map(|direction| Translate {
             direction,
             max_decoded_bytes: defaults::TRANSLATE_MAX_DECODED_BYTES,
-            upstream_binary: false,
+            upstream_binary: UpstreamBinary::Auto,
             descriptor: None,
         });
     }

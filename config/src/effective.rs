@@ -13,7 +13,8 @@ use sha2::{Digest, Sha256};
 use crate::defaults::API_VERSION;
 use crate::ir::{
     Action, Cluster, Config, Endpoints, HeaderEdits, HeaderMatch, LbPolicy, Listener, PathMatch,
-    RetryOn, RetryPolicy, Route, RouteMatch, StringMatch, TranslateDirection, UpstreamProtocol,
+    RetryOn, RetryPolicy, Route, RouteMatch, StringMatch, TranslateDirection, UpstreamBinary,
+    UpstreamProtocol,
 };
 use crate::validate::{Parts, format_duration, format_percent};
 
@@ -137,7 +138,11 @@ fn route(r: &Route) -> Value {
             }
         }
         if t.direction == TranslateDirection::GrpcToRest {
-            spec["upstream_binary"] = t.upstream_binary.into();
+            spec["upstream_binary"] = match t.upstream_binary {
+                UpstreamBinary::On => true.into(),
+                UpstreamBinary::Off => false.into(),
+                UpstreamBinary::Auto => "auto".into(),
+            };
         }
         out.insert("translate".into(), spec);
     }

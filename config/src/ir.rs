@@ -116,8 +116,8 @@ pub struct Translate {
     pub direction: TranslateDirection,
     /// Bound on a translated body and on its decoded tensors, in bytes. Default 64 MiB.
     pub max_decoded_bytes: u64,
-    /// gRPC → REST: the upstream supports the binary tensor extension. Default false.
-    pub upstream_binary: bool,
+    /// gRPC → REST: how raw tensors travel to the REST upstream. Default auto.
+    pub upstream_binary: UpstreamBinary,
     /// `protocol: descriptor`: generic REST → gRPC transcoding; `None` = OIP v2.
     pub descriptor: Option<DescriptorTranscode>,
 }
@@ -172,6 +172,18 @@ impl FieldLocation {
             message: message.into(),
         }
     }
+}
+
+/// gRPC → REST: binary-extension sections or JSON `data` for raw tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpstreamBinary {
+    /// Always binary sections (`true`).
+    On,
+    /// Always JSON `data` (`false`).
+    Off,
+    /// As the upstream's server metadata says (`auto`).
+    #[default]
+    Auto,
 }
 
 /// Which way a route translates.

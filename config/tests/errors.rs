@@ -557,10 +557,42 @@ fn translate_shows_in_the_effective_config() {
     assert_eq!(
         route["translate"],
         serde_json::json!({"from": "grpc", "to": "rest", "protocol": "oip-v2",
-            "max_decoded_bytes": 67108864, "upstream_binary": false})
+            "max_decoded_bytes": 67108864, "upstream_binary": "auto"})
     );
     let t = config.listeners[0].routes[0].translate.clone().unwrap();
     assert_eq!(t.direction, ferry_config::TranslateDirection::GrpcToRest);
+    assert_eq!(t.upstream_binary, ferry_config::UpstreamBinary::Auto);
+    for (value, want, shown) in [
+        (
+            "true",
+            ferry_config::UpstreamBinary::On,
+            serde_json::json!(true),
+        ),
+        (
+            "false",
+            ferry_config::UpstreamBinary::Off,
+            serde_json::json!(false),
+        ),
+        (
+            "auto",
+            ferry_config::UpstreamBinary::Auto,
+            serde_json::json!("auto"),
+        ),
+    ] {
+        let text = with_route(&format!(
+            "        to: up\n        translate: {{ from: grpc, to: rest, upstream_binary: {value} }}\n"
+        ));
+        let config = ferry_config::parse("routes.yaml", &text).unwrap();
+        let t = config.listeners[0].routes[0].translate.as_ref().unwrap();
+        assert_eq!(t.upstream_binary, want, "{value}");
+        let route = &config.effective_json["listeners"][0]["routes"][0];
+        assert_eq!(route["translate"]["upstream_binary"], shown, "{value}");
+    }
+    let bad = one_error(&with_route(
+        "        to: up\n        translate: { from: grpc, to: rest, upstream_binary: sometimes }\n",
+    ));
+    assert!(bad.starts_with("routes.yaml:8:"), "{bad}");
+    assert!(bad.contains("upstream_binary"), "{bad}");
 }
 
 #[test]

@@ -18,6 +18,7 @@
 //! RESOURCE_EXHAUSTED; an unknown endpoint 404 / UNIMPLEMENTED; upstream errors map by the
 //! table in [`http_for_grpc`] / [`grpc_for_http`], with `{"error": "<message>"}` for REST.
 
+mod binary_probe;
 mod body;
 mod datatype;
 mod endpoint;
@@ -38,6 +39,7 @@ mod tensor;
 #[cfg(test)]
 mod tests;
 
+pub use self::binary_probe::{FAILED_PROBE_TTL, PROBE_TTL, UpstreamBinary};
 pub use self::body::ChunksBody;
 pub use self::datatype::{ALL as ALL_DATATYPES, DataType};
 pub use self::endpoint::{Endpoint, Rpc};
@@ -82,9 +84,10 @@ pub struct TranslateSettings {
     pub direction: Direction,
     /// Bound on the collected body and on decoded tensors.
     pub max_decoded_bytes: MaxDecodedBytes,
-    /// gRPC → REST only: the REST upstream supports the binary tensor extension (KServe,
-    /// Triton; not MLServer 1.7). Without it tensors travel as JSON `data`.
-    pub upstream_binary: bool,
+    /// gRPC → REST only: whether raw tensors go to the REST upstream as binary-extension
+    /// sections (Triton, KServe) or JSON `data` (MLServer 1.7 has no binary extension);
+    /// `Auto` asks the upstream.
+    pub upstream_binary: UpstreamBinary,
 }
 
 /// Public entry points for benches and fuzzing: the pure mapping functions without I/O.

@@ -224,7 +224,13 @@ async fn route_and_forward(
 
     let mut pending = None;
     if let Some(translator) = &route.translator {
-        match translate::request(translator, parts, body).await {
+        let at = tensor_check::Route {
+            route: &route,
+            listener: &listener.name,
+            authority: authority.as_deref(),
+            metrics,
+        };
+        match translate::request(translator, Some(&at), parts, body).await {
             Ok((p, b, t)) => {
                 (parts, body, pending) = (p, b, Some(t));
             }

@@ -53,9 +53,11 @@ pub struct TranslateSpec {
     /// Largest request or response body, and largest total of decoded tensor bytes, one
     /// translated message may have; over it: 413 / RESOURCE_EXHAUSTED. Default 67108864.
     pub max_decoded_bytes: Option<u64>,
-    /// `from: grpc` only: the REST upstream supports the binary tensor extension (KServe,
-    /// Triton; not MLServer 1.7), so tensors travel as binary sections, not JSON. Default false.
-    pub upstream_binary: Option<bool>,
+    /// `from: grpc` only: whether raw tensors go to the REST upstream as binary-extension
+    /// sections (`true`: Triton, KServe), as JSON `data` (`false`: MLServer 1.7 has no binary
+    /// extension), or as its server metadata (`GET /v2` `extensions`) says (`auto`, probed
+    /// once a minute). Default auto.
+    pub upstream_binary: Option<UpstreamBinarySpec>,
     /// `protocol: descriptor` only (required there): a `FileDescriptorSet` file (`protoc
     /// --include_imports --descriptor_set_out`), relative to this config file's directory.
     /// Watched and reloaded like the config.
@@ -91,6 +93,25 @@ pub enum StreamingSpec {
     Ndjson,
     /// Server-sent events (`text/event-stream`), `data: {...}` per message.
     Sse,
+}
+
+/// `true`, `false` or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(rename = "UpstreamBinary")]
+pub enum UpstreamBinarySpec {
+    /// Always (`true`) or never (`false`).
+    Fixed(bool),
+    /// Ask the upstream.
+    Probe(ProbeSpec),
+}
+
+/// The word `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeSpec {
+    /// Probe the upstream's server metadata.
+    Auto,
 }
 
 /// One side of a translation.

@@ -9,11 +9,11 @@ use super::values::{header_name, header_value, parse_duration, parse_percent};
 use crate::defaults;
 use crate::ir::{
     Action, DirectResponse, HeaderEdits, PrefixRewrite, RetryOn, RetryPolicy, Route, Translate,
-    TranslateDirection, WeightedCluster,
+    TranslateDirection, UpstreamBinary, WeightedCluster,
 };
 use crate::raw::{
-    DirectResponseSpec, HeaderEditsSpec, HeaderValues, RawRoute, RetryOnSpec, RetrySpec, To,
-    TranslateSpec, WireSpec,
+    DirectResponseSpec, HeaderEditsSpec, HeaderValues, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec,
+    To, TranslateSpec, UpstreamBinarySpec, WireSpec,
 };
 
 pub(super) fn routes(
@@ -336,7 +336,11 @@ fn translate(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
     Some(Translate {
         direction: direction?,
         max_decoded_bytes: max_decoded_bytes?,
-        upstream_binary: spec.upstream_binary.unwrap_or(false),
+        upstream_binary: match spec.upstream_binary {
+            Some(UpstreamBinarySpec::Fixed(true)) => UpstreamBinary::On,
+            Some(UpstreamBinarySpec::Fixed(false)) => UpstreamBinary::Off,
+            Some(UpstreamBinarySpec::Probe(ProbeSpec::Auto)) | None => UpstreamBinary::Auto,
+        },
         descriptor: descriptor?,
     })
 }

@@ -362,18 +362,18 @@ impl<'b> Sink<'b> {
                 self.contents.fp64_contents.push(v);
                 Ok(())
             }
-            (_, Num::Int(t)) => {
+            (_, Num::Int(d)) => {
                 // Integers beyond 64 bits are floats, as serde_json reads them.
-                let wide = |t: &str| t.parse::<f64>().map_err(|_| invalid());
-                if t.starts_with('-') {
-                    match t.parse::<i64>() {
-                        Ok(v) => self.push_i64(v),
-                        Err(_) => self.push_f64(wide(t)?),
+                let wide = || n.to_f64().ok_or_else(invalid);
+                if d.is_negative() {
+                    match d.as_i64() {
+                        Some(v) => self.push_i64(v),
+                        None => self.push_f64(wide()?),
                     }
                 } else {
-                    match t.parse::<u64>() {
-                        Ok(v) => self.push_u64(v),
-                        Err(_) => self.push_f64(wide(t)?),
+                    match d.as_u64() {
+                        Some(v) => self.push_u64(v),
+                        None => self.push_f64(wide()?),
                     }
                 }
             }
@@ -464,14 +464,15 @@ fn tensors(
 pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Vec<i64>, String> {
     let mut dims = Vec::new();
     r.array(|r| match r.number()? {
-        Num::Int(t) => {
-            let d = t
-                .parse()
-                .map_err(|_| r.error(format!("shape dimension {t} out of range")))?;
-            dims.push(d);
+        Num::Int(d) => {
+            let dim = d
+                .as_i64()
+                .ok_or_else(|| r.error(format!("shape dimension {} out of range", d.text())))?;
+            dims.push(dim);
             Ok(())
         }
-        other => Err(r.error(format!("shape dimension {other:?} is not an integer"))),
+        Num::Float(d) => Err(r.error(format!("shape dimension {} is not an integer", d.text()))),
+        Num::NonFinite(v) => Err(r.error(format!("shape dimension {v} is not an integer"))),
     })?;
     Ok(dims)
 }

@@ -32,10 +32,10 @@ fn value(r: &mut Reader<'_>) -> Result<ParameterChoice, String> {
         Some(b't') if r.literal(b"true") => ParameterChoice::BoolParam(true),
         Some(b'f') if r.literal(b"false") => ParameterChoice::BoolParam(false),
         Some(b'-' | b'0'..=b'9' | b'N' | b'I') => match r.number()? {
-            Num::Int(t) => match (t.parse::<i64>(), t.parse::<u64>()) {
-                (Ok(v), _) => ParameterChoice::Int64Param(v),
-                (_, Ok(v)) => ParameterChoice::Uint64Param(v),
-                _ => ParameterChoice::DoubleParam(t.parse().unwrap_or(f64::NAN)),
+            Num::Int(d) => match (d.as_i64(), d.as_u64()) {
+                (Some(v), _) => ParameterChoice::Int64Param(v),
+                (_, Some(v)) => ParameterChoice::Uint64Param(v),
+                _ => ParameterChoice::DoubleParam(d.text().parse().unwrap_or(f64::NAN)),
             },
             n => ParameterChoice::DoubleParam(n.to_f64().unwrap_or(f64::NAN)),
         },

@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
@@ -13,6 +14,7 @@ use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
 use http_body::Body;
 use http_body_util::BodyExt;
 
+use super::binary_probe::{self, BinaryProbe, UpstreamBinary};
 use super::endpoint::{Endpoint, Rpc};
 use super::error::{TranslateError, code, http_for_grpc};
 use super::grpc_message::{percent_decode, percent_encode};
@@ -29,6 +31,7 @@ pub const INFERENCE_HEADER_CONTENT_LENGTH: HeaderName =
 #[derive(Debug, Clone)]
 pub struct Translator {
     settings: Arc<TranslateSettings>,
+    probe: Arc<BinaryProbe>,
 }
 
 /// What the response half needs from the request half.
@@ -51,6 +54,7 @@ impl Translator {
     pub fn new(settings: TranslateSettings) -> Self {
         Translator {
             settings: Arc::new(settings),
+            probe: Arc::default(),
         }
     }
 
@@ -60,10 +64,75 @@ impl Translator {
     }
 
     /// Translates a request. `Err` is the answer to send the caller instead (bad input: the
-    /// upstream is not called).
+    /// upstream is not called). With `upstream_binary: auto` and no probe result cached, raw
+    /// tensors go as JSON `data`; [`Translator::request_probing`] learns the upstream's support.
     pub fn request<B>(
         &self,
         req: Request<B>,
+    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>>
+    + Send
+    + 'static
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let binary = match self.settings.upstream_binary {
+            UpstreamBinary::On => true,
+            UpstreamBinary::Off => false,
+            UpstreamBinary::Auto => self.probe.cached(Instant::now()).unwrap_or(false),
+        };
+        self.translate(req, binary)
+    }
+
+    /// Like [`Translator::request`], but on a gRPC → REST route with `upstream_binary: auto`
+    /// an infer call first learns whether the REST upstream supports the binary extension:
+    /// `probe_upstream` is given `GET /v2` to send the way the route sends requests, at most
+    /// once per [`PROBE_TTL`](super::binary_probe::PROBE_TTL) (sooner again after a failure,
+    /// which means JSON meanwhile).
+    pub async fn request_probing<B, F, Fut, RB>(
+        &self,
+        req: Request<B>,
+        probe_upstream: F,
+    ) -> Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+        F: FnOnce(Request<TranslateBody>) -> Fut,
+        Fut: Future<Output = Result<Response<RB>, BoxError>>,
+        RB: Body<Data = Bytes> + Send + 'static,
+        RB::Error: Into<BoxError>,
+    {
+        let wants_probe = self.settings.direction == Direction::GrpcToRest
+            && self.settings.upstream_binary == UpstreamBinary::Auto
+            && req.uri().path().strip_prefix(SERVICE_PATH) == Some(Rpc::ModelInfer.method_name());
+        if !wants_probe {
+            return self.request(req).await;
+        }
+        let binary = match self.probe.cached(Instant::now()) {
+            Some(b) => b,
+            None => {
+                let probe = binary_probe::request(req.uri(), req.headers());
+                let probed = match probe_upstream(probe).await {
+                    Ok(resp) => binary_probe::read(resp).await,
+                    Err(e) => Err(e.to_string()),
+                };
+                let probed = probed
+                    .inspect_err(|e| {
+                        tracing::warn!(error = %e,
+                            "binary extension probe failed; tensors go as JSON for now");
+                    })
+                    .ok();
+                tracing::debug!(?probed, "probed the REST upstream for the binary extension");
+                self.probe.store(probed, Instant::now())
+            }
+        };
+        self.translate(req, binary).await
+    }
+
+    fn translate<B>(
+        &self,
+        req: Request<B>,
+        upstream_binary: bool,
     ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>>
     + Send
     + 'static
@@ -79,7 +148,7 @@ impl Translator {
             let limit = settings.max_decoded_bytes.0;
             match settings.direction {
                 Direction::RestToGrpc => rest_request(req, limit).await.map_err(|e| rest_error(&e)),
-                Direction::GrpcToRest => grpc_request(req, limit, settings.upstream_binary)
+                Direction::GrpcToRest => grpc_request(req, limit, upstream_binary)
                     .await
                     .map_err(|e| grpc_error(&e)),
             }
@@ -94,7 +163,13 @@ pub(crate) async fn collect(
     // A hand-rolled loop rather than `Limited`: its `Into<BoxError>` bound on an already boxed
     // error defeats `Send` inference for the callers' futures.
     let mut body = body;
-    let mut chunks: Vec<Bytes> = Vec::new();
+    // With a declared length (Content-Length, or an exact hint) the body is copied once into a
+    // buffer of that size as it arrives, so no chunk is held twice: peak memory is one body,
+    // not the chunks plus their concatenation. The hint is trusted only up to the limit.
+    let hint = body.size_hint();
+    let expected = hint.exact().or(hint.upper()).unwrap_or(hint.lower());
+    let mut first: Option<Bytes> = None;
+    let mut all = BytesMut::new();
     let mut len = 0u64;
     let mut trailers = None;
     while let Some(frame) = body.frame().await {
@@ -115,7 +190,17 @@ pub(crate) async fn collect(
                         limit,
                     });
                 }
-                chunks.push(data);
+                // One chunk (the usual case for small bodies) is kept as is, uncopied.
+                match first.take() {
+                    None if all.is_empty() => first = Some(data),
+                    None => all.extend_from_slice(&data),
+                    Some(one) => {
+                        let cap = expected.clamp(len, limit);
+                        all.reserve(usize::try_from(cap).unwrap_or(0));
+                        all.extend_from_slice(&one);
+                        all.extend_from_slice(&data);
+                    }
+                }
             }
             Err(frame) => {
                 if let Ok(t) = frame.into_trailers() {
@@ -124,16 +209,7 @@ pub(crate) async fn collect(
             }
         }
     }
-    // One chunk (the usual case for small bodies) is kept as is; several are joined once.
-    let bytes = match chunks.len() {
-        0 => Bytes::new(),
-        1 => chunks.pop().unwrap_or_default(),
-        _ => {
-            let mut all = BytesMut::with_capacity(usize::try_from(len).unwrap_or(0));
-            chunks.iter().for_each(|c| all.extend_from_slice(c));
-            all.freeze()
-        }
-    };
+    let bytes = first.unwrap_or_else(|| all.freeze());
     Ok((bytes, trailers))
 }
 

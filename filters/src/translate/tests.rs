@@ -20,7 +20,7 @@ pub(super) fn settings(direction: Direction) -> TranslateSettings {
     TranslateSettings {
         direction,
         max_decoded_bytes: MaxDecodedBytes(1 << 20),
-        upstream_binary: false,
+        upstream_binary: UpstreamBinary::Off,
     }
 }
 
@@ -159,4 +159,32 @@ async fn body_cut_by_the_listener_limit_is_413_not_400() {
         panic!("a cut body must not be forwarded");
     };
     assert_eq!(answer.headers()["grpc-status"], "8", "RESOURCE_EXHAUSTED");
+}
+
+#[tokio::test]
+async fn collect_joins_chunks_once_and_keeps_a_single_chunk_uncopied() {
+    let chunks = VecDeque::from([
+        Bytes::from_static(b"ab"),
+        Bytes::new(),
+        Bytes::from_static(b"cd"),
+        Bytes::from_static(b"e"),
+    ]);
+    let b = ChunksBody::new(chunks, None)
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let (all, _) = service::collect(b, 5).await.unwrap();
+    assert_eq!(&all[..], b"abcde");
+    let one = Bytes::from_static(b"whole");
+    let (got, _) = service::collect(body(one.clone()), 5).await.unwrap();
+    assert_eq!(got.as_ptr(), one.as_ptr(), "a single chunk is not copied");
+    let over = ChunksBody::new(
+        VecDeque::from([Bytes::from_static(b"abc"), Bytes::from_static(b"abc")]),
+        None,
+    )
+    .map_err(|never| match never {})
+    .boxed_unsync();
+    assert!(matches!(
+        service::collect(over, 5).await,
+        Err(TranslateError::TooLarge { .. })
+    ));
 }

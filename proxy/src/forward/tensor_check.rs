@@ -98,7 +98,7 @@ pub(super) async fn check(
 async fn fetch(at: &Route<'_>, probe: Request<ProxyBody>) -> Result<Response<ProxyBody>, BoxError> {
     let (parts, body) = probe.into_parts();
     let (parts, body, pending) = match &at.route.translator {
-        Some(t) => match translate::request(t, parts, body).await {
+        Some(t) => match translate::request(t, None, parts, body).await {
             Ok((p, b, pending)) => (p, b, Some(pending)),
             Err(answer) => return Ok(answer),
         },

@@ -22,31 +22,107 @@ pub(crate) struct Reader<'a> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Num<'a> {
     /// Digits only, with an optional leading `-`.
-    Int(&'a str),
+    Int(Dec<'a>),
     /// With a fraction or an exponent.
-    Float(&'a str),
+    Float(Dec<'a>),
     /// `NaN`, `Infinity` or `-Infinity`.
     NonFinite(f64),
 }
 
+/// A decimal token: its text, plus the digits already gathered while scanning it, so the
+/// common short numbers convert without a second pass over the text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Dec<'a> {
+    text: &'a [u8],
+    negative: bool,
+    /// All digits of the token (integer and fraction part) as one integer, if `exact`.
+    mantissa: u64,
+    /// Power of ten to scale `mantissa` by.
+    exp10: i64,
+    /// Whether `mantissa` holds every digit (at most 19 of them).
+    exact: bool,
+}
+
+/// Powers of ten exactly representable in `f32` (5^10 < 2^24) and `f64` (5^22 < 2^53).
+const F32_POW10: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+const F64_POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
 // === impl Num ===
 
 impl Num<'_> {
-    /// As `f32`, correctly rounded from the decimal text (std's parser: Eisel-Lemire with a
-    /// slow-path fallback, so no precision is lost to a detour through `f64`).
+    /// As `f32`, correctly rounded from the decimal text: short numbers by Clinger's fast
+    /// path (an exact mantissa and power of ten, one rounding), the rest by std's parser
+    /// (Eisel-Lemire with a slow-path fallback). Never through `f64`, so no double rounding.
     pub(crate) fn to_f32(self) -> Option<f32> {
         match self {
-            Num::Int(t) | Num::Float(t) => t.parse().ok(),
+            Num::Int(d) | Num::Float(d) => {
+                if d.exact && d.mantissa <= 1 << 24 && (-10..=10).contains(&d.exp10) {
+                    let m = d.mantissa as f32;
+                    let p = F32_POW10[d.exp10.unsigned_abs() as usize];
+                    let v = if d.exp10 < 0 { m / p } else { m * p };
+                    return Some(if d.negative { -v } else { v });
+                }
+                d.text().parse().ok()
+            }
             Num::NonFinite(v) => Some(v as f32),
         }
     }
 
-    /// As `f64`.
+    /// As `f64` (the same way, with `f64`'s exact ranges).
     pub(crate) fn to_f64(self) -> Option<f64> {
         match self {
-            Num::Int(t) | Num::Float(t) => t.parse().ok(),
+            Num::Int(d) | Num::Float(d) => {
+                if d.exact && d.mantissa <= 1 << 53 && (-22..=22).contains(&d.exp10) {
+                    let m = d.mantissa as f64;
+                    let p = F64_POW10[d.exp10.unsigned_abs() as usize];
+                    let v = if d.exp10 < 0 { m / p } else { m * p };
+                    return Some(if d.negative { -v } else { v });
+                }
+                d.text().parse().ok()
+            }
             Num::NonFinite(v) => Some(v),
         }
+    }
+}
+
+// === impl Dec ===
+
+impl<'a> Dec<'a> {
+    /// The token's text.
+    pub(crate) fn text(&self) -> &'a str {
+        // The scanner accepted only ASCII digits, signs, '.', 'e' and 'E'.
+        std::str::from_utf8(self.text).unwrap_or_default()
+    }
+
+    /// An integer token as `u64` (non-negative and in range).
+    pub(crate) fn as_u64(&self) -> Option<u64> {
+        if self.negative {
+            return None;
+        }
+        if self.exact && self.exp10 == 0 {
+            return Some(self.mantissa);
+        }
+        self.text().parse().ok()
+    }
+
+    /// An integer token as `i64` (in range).
+    pub(crate) fn as_i64(&self) -> Option<i64> {
+        if self.exact && self.exp10 == 0 {
+            return if self.negative {
+                0i64.checked_sub_unsigned(self.mantissa)
+            } else {
+                i64::try_from(self.mantissa).ok()
+            };
+        }
+        self.text().parse().ok()
+    }
+
+    /// Whether the token starts with `-`.
+    pub(crate) fn is_negative(&self) -> bool {
+        self.negative
     }
 }
 
@@ -214,61 +290,106 @@ impl<'a> Reader<'a> {
     /// A number token (strict JSON grammar, plus `NaN`, `Infinity`, `-Infinity`).
     pub(crate) fn number(&mut self) -> Result<Num<'a>, String> {
         self.ws();
-        if self.literal(b"NaN") {
-            return Ok(Num::NonFinite(f64::NAN));
-        }
-        if self.literal(b"Infinity") {
-            return Ok(Num::NonFinite(f64::INFINITY));
-        }
-        if self.literal(b"-Infinity") {
-            return Ok(Num::NonFinite(f64::NEG_INFINITY));
+        // The non-finite tokens are checked only when the first bytes could start one, so
+        // ordinary numbers pay a byte compare, not three literal matches.
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        if let [b'N' | b'I', ..] | [b'-', b'I', ..] = rest {
+            if self.literal(b"NaN") {
+                return Ok(Num::NonFinite(f64::NAN));
+            }
+            if self.literal(b"Infinity") {
+                return Ok(Num::NonFinite(f64::INFINITY));
+            }
+            if self.literal(b"-Infinity") {
+                return Ok(Num::NonFinite(f64::NEG_INFINITY));
+            }
         }
         let start = self.pos;
         let b = self.buf;
         let mut i = start;
-        if b.get(i) == Some(&b'-') {
+        let negative = b.get(i) == Some(&b'-');
+        if negative {
             i += 1;
         }
-        let digits = |i: &mut usize| {
+        // Digits gathered into one integer while scanning; past 19 the token is left to the
+        // slow path.
+        let mut mantissa = 0u64;
+        let mut count = 0u32;
+        let mut digits = |i: &mut usize, mantissa: &mut u64| {
             let from = *i;
-            while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            while let Some(&c) = b.get(*i) {
+                if !c.is_ascii_digit() {
+                    break;
+                }
+                if count < 19 {
+                    *mantissa = *mantissa * 10 + u64::from(c - b'0');
+                }
+                count += 1;
                 *i += 1;
             }
             *i - from
         };
         let int_start = i;
-        let n = digits(&mut i);
+        let n = digits(&mut i, &mut mantissa);
         if n == 0 || (n > 1 && b.get(int_start) == Some(&b'0')) {
             self.pos = i;
             return Err(self.error("invalid number"));
         }
         let mut float = false;
+        let mut exp10 = 0i64;
         if b.get(i) == Some(&b'.') {
             i += 1;
             float = true;
-            if digits(&mut i) == 0 {
+            let frac = digits(&mut i, &mut mantissa);
+            if frac == 0 {
                 self.pos = i;
                 return Err(self.error("invalid number"));
             }
+            exp10 = -(frac as i64);
         }
+        let exact = count <= 19;
         if let Some(b'e' | b'E') = b.get(i) {
             i += 1;
             float = true;
-            if let Some(b'+' | b'-') = b.get(i) {
+            let sign = match b.get(i) {
+                Some(b'-') => {
+                    i += 1;
+                    -1
+                }
+                Some(b'+') => {
+                    i += 1;
+                    1
+                }
+                _ => 1,
+            };
+            let from = i;
+            let mut e = 0i64;
+            while let Some(&c) = b.get(i) {
+                if !c.is_ascii_digit() {
+                    break;
+                }
+                // Clamped: anything this large is out of every float range anyway.
+                e = (e * 10 + i64::from(c - b'0')).min(1 << 20);
                 i += 1;
             }
-            if digits(&mut i) == 0 {
+            if i == from {
                 self.pos = i;
                 return Err(self.error("invalid number"));
             }
+            exp10 += sign * e;
         }
         self.pos = i;
-        // Only ASCII digits, signs, '.', 'e' were accepted above.
-        let text = std::str::from_utf8(b.get(start..i).unwrap_or_default()).unwrap_or_default();
+        let dec = Dec {
+            text: b.get(start..i).unwrap_or_default(),
+            negative,
+            mantissa,
+            exp10,
+            exact,
+        };
         Ok(if float {
-            Num::Float(text)
+            Num::Float(dec)
         } else {
-            Num::Int(text)
+            Num::Int(dec)
         })
     }
 
@@ -304,7 +425,11 @@ mod tests {
                     r.skip()?;
                     got.push("obj".into());
                 }
-                _ => got.push(format!("{:?}", r.number()?)),
+                _ => got.push(match r.number()? {
+                    Num::Int(d) => format!("int:{}", d.text()),
+                    Num::Float(d) => format!("float:{}", d.text()),
+                    Num::NonFinite(v) => format!("{v}"),
+                }),
             }
             Ok(())
         })
@@ -313,11 +438,11 @@ mod tests {
         assert_eq!(
             got,
             [
-                "Int(\"1\")",
-                "Float(\"-2.5e3\")",
-                "NonFinite(NaN)",
-                "NonFinite(-inf)",
-                "NonFinite(inf)",
+                "int:1",
+                "float:-2.5e3",
+                "NaN",
+                "-inf",
+                "inf",
                 "s:a\"b",
                 "s:c",
                 "obj"
@@ -354,5 +479,43 @@ mod tests {
         assert_eq!(r.number().unwrap().to_f32(), Some(0.1f32));
         let mut r = Reader::new(b"1.00000005960464477539062500000000001");
         assert_eq!(r.number().unwrap().to_f32(), Some(1.000_000_1_f32));
+    }
+
+    #[test]
+    fn fast_and_slow_paths_agree_with_std() {
+        let cases = [
+            "0",
+            "-0",
+            "1",
+            "-723.456",
+            "999.999",
+            "0.1",
+            "16777216",
+            "16777217",
+            "3.4e38",
+            "1e-45",
+            "123456789012345678901234",
+            "0.30000000000000004",
+            "-1.5e-7",
+            "2.5E+3",
+            "1e10",
+            "1e11",
+            "9007199254740993",
+            "12345678.9",
+            "0.000001",
+        ];
+        for text in cases {
+            let n = Reader::new(text.as_bytes()).number().unwrap();
+            assert_eq!(n.to_f32(), text.parse::<f32>().ok(), "{text} as f32");
+            assert_eq!(n.to_f64(), text.parse::<f64>().ok(), "{text} as f64");
+        }
+        let int = |t: &str| match Reader::new(t.as_bytes()).number().unwrap() {
+            Num::Int(d) => (d.as_i64(), d.as_u64()),
+            _ => panic!("{t} is an integer"),
+        };
+        assert_eq!(int("-9223372036854775808"), (Some(i64::MIN), None));
+        assert_eq!(int("18446744073709551615"), (None, Some(u64::MAX)));
+        assert_eq!(int("18446744073709551616"), (None, None));
+        assert_eq!(int("-0"), (Some(0), None));
     }
 }

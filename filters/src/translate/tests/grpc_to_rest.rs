@@ -120,7 +120,7 @@ async fn raw_inputs_go_as_json_data_without_the_binary_extension() {
 #[tokio::test]
 async fn raw_inputs_go_as_binary_sections_with_the_extension() {
     let t = Translator::new(TranslateSettings {
-        upstream_binary: true,
+        upstream_binary: UpstreamBinary::On,
         ..settings(Direction::GrpcToRest)
     });
     let (up, pending) = t
@@ -369,4 +369,73 @@ async fn double_and_uint64_parameters_map_both_ways() {
         r.outputs[0].parameters["scale"].parameter_choice,
         Some(P::DoubleParam(0.5))
     );
+}
+
+#[tokio::test]
+async fn auto_probes_server_metadata_once_and_falls_back_to_json() {
+    let probes = Arc::new(AtomicUsize::new(0));
+    let call = |t: Translator, answer: Result<&'static str, ()>| {
+        let probes = probes.clone();
+        async move {
+            let (up, _) = t
+                .request_probing(grpc_call("ModelInfer", &infer_msg()), |probe| {
+                    probes.fetch_add(1, Ordering::SeqCst);
+                    assert_eq!(probe.method(), http::Method::GET);
+                    assert_eq!(probe.uri().path(), "/v2");
+                    assert!(probe.headers().get("content-type").is_none());
+                    async move {
+                        match answer {
+                            Ok(json) => Ok(rest_answer(200, &[], json)),
+                            Err(()) => Err(BoxError::from("connection refused")),
+                        }
+                    }
+                })
+                .await
+                .unwrap();
+            up.headers().contains_key("inference-header-content-length")
+        }
+    };
+    let auto = || {
+        Translator::new(TranslateSettings {
+            upstream_binary: UpstreamBinary::Auto,
+            ..settings(Direction::GrpcToRest)
+        })
+    };
+    // Triton-like metadata: binary sections; the answer is cached for the next call.
+    let triton =
+        r#"{"name":"triton","version":"2","extensions":["classification","binary_tensor_data"]}"#;
+    let t = auto();
+    assert!(call(t.clone(), Ok(triton)).await);
+    assert!(call(t.clone(), Ok(triton)).await);
+    assert_eq!(
+        probes.load(Ordering::SeqCst),
+        1,
+        "cached after the first probe"
+    );
+    // Without `request_probing` the cached answer still applies.
+    let (up, _) = t
+        .request(grpc_call("ModelInfer", &infer_msg()))
+        .await
+        .unwrap();
+    assert!(up.headers().contains_key("inference-header-content-length"));
+    // MLServer-like metadata (no binary extension), a failed probe, an error status and
+    // unreadable metadata: JSON data.
+    for answer in [
+        Ok(r#"{"name":"mlserver","version":"1.7.1","extensions":[]}"#),
+        Err(()),
+        Ok("not json"),
+    ] {
+        assert!(!call(auto(), answer).await, "{answer:?}");
+    }
+    // Other rpcs never probe.
+    let before = probes.load(Ordering::SeqCst);
+    let t = auto();
+    let _ = t
+        .request_probing(grpc_call("ServerLive", &pb::ServerLiveRequest {}), |_| {
+            probes.fetch_add(1, Ordering::SeqCst);
+            async { Err::<Response<TranslateBody>, _>(BoxError::from("unused")) }
+        })
+        .await
+        .unwrap();
+    assert_eq!(probes.load(Ordering::SeqCst), before);
 }
