@@ -169,35 +169,76 @@ pub async fn closed_loop(plan: &LoadPlan) -> Result<RunStats> {
 }
 
 /// Open loop at `rate` requests per second for `plan.duration`, latency from the due time.
+///
+/// The due times come from a pacing thread, not from tokio's timer: tokio's timer wheel has
+/// 1 ms granularity, so at 1,000 req/s it would add up to a whole interval of send lateness to
+/// every sample and drown a proxy's tens of microseconds. The thread sleeps with the OS timer
+/// (tens of µs of slack) and spins only the last stretch, then hands the due time to the
+/// worker that owns the request.
 pub async fn open_loop(plan: &LoadPlan, rate: u32) -> Result<RunStats> {
     let workers = open_workers(plan).await?;
-    let width = workers.len().max(1) as u64;
+    let width = workers.len().max(1);
     let total = (plan.duration.as_secs_f64() * f64::from(rate)).ceil() as u64;
     let interval = Duration::from_secs_f64(1.0 / f64::from(rate.max(1)));
     let authority = plan.addr.to_string();
     let started = Instant::now();
     let mut set = JoinSet::new();
-    for (i, mut conn) in workers.into_iter().enumerate() {
+    let mut tickets = Vec::with_capacity(width);
+    for mut conn in workers {
         let spec = plan.request.clone();
         let authority = authority.clone();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<std::time::Instant>();
+        tickets.push(tx);
         set.spawn(async move {
             let mut stats = RunStats::new()?;
-            let mut k = i as u64;
-            while k < total {
-                let due = started + interval.mul_f64(k as f64);
-                tokio::time::sleep_until(due).await;
+            // A ticket that waits here because the previous answer is late is charged from
+            // its due time: the coordinated-omission correction.
+            while let Some(due) = rx.recv().await {
                 let outcome = conn.send(&authority, &spec).await;
                 let failed = outcome.is_err();
                 stats.record(outcome, due.elapsed());
                 if failed {
                     break;
                 }
-                k += width;
             }
             Ok(stats)
         });
     }
-    join(set, started).await
+    let pacer = std::thread::Builder::new()
+        .name("loadgen-pacer".into())
+        .spawn(move || pace(&tickets, total, interval))
+        .map_err(|e| BenchError::Http(format!("starting the pacing thread: {e}")))?;
+    let stats = join(set, started).await;
+    // The pacer has finished once every worker has seen its channel close.
+    let _ = pacer.join();
+    stats
+}
+
+/// How long before a due time the pacer stops sleeping and spins.
+const SPIN: Duration = Duration::from_micros(20);
+
+/// Releases request `k` at `start + k × interval` to worker `k mod width`.
+// Runs on its own OS thread, never on the runtime: blocking sleeps are the point here.
+#[allow(clippy::disallowed_methods)]
+fn pace(
+    tickets: &[tokio::sync::mpsc::UnboundedSender<std::time::Instant>],
+    total: u64,
+    interval: Duration,
+) {
+    let start = std::time::Instant::now();
+    for k in 0..total {
+        let due = start + interval.mul_f64(k as f64);
+        let now = std::time::Instant::now();
+        if due > now + SPIN {
+            std::thread::sleep(due - now - SPIN);
+        }
+        while std::time::Instant::now() < due {
+            std::hint::spin_loop();
+        }
+        let worker = (k % tickets.len() as u64) as usize;
+        // A worker that stopped on an error has dropped its receiver; its share is not sent.
+        let _ = tickets[worker].send(due);
+    }
 }
 
 /// Time to the first SSE event, `count` times in a row on one connection (ms each).

@@ -121,7 +121,8 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             max_request_headers_bytes: defaults::MAX_REQUEST_HEADERS_BYTES,
             max_request_body_bytes: None,
             model_sniff_bytes: defaults::MODEL_SNIFF_BYTES,
-            idle_timeout: defaults::LISTENER_IDLE_TIMEOUT,
+            idle_timeout: Some(defaults::LISTENER_IDLE_TIMEOUT),
+            request_headers_timeout: None,
         },
     }
 }

@@ -56,7 +56,11 @@ fn listener(l: &Listener) -> Value {
     );
     limits.insert(
         "idle_timeout".into(),
-        format_duration(l.limits.idle_timeout).into(),
+        format_duration(l.limits.idle_timeout.unwrap_or_default()).into(),
+    );
+    limits.insert(
+        "request_headers_timeout".into(),
+        format_duration(l.limits.request_headers_timeout.unwrap_or_default()).into(),
     );
     json!({
         "name": l.name,

@@ -71,8 +71,14 @@ pub struct ListenerLimits {
     /// How much of a JSON body may be read to find the OpenAI-style `"model"` field before
     /// giving up (the body is then forwarded unchanged). Default 16 KiB.
     pub model_sniff_bytes: u32,
-    /// Idle timeout for downstream keep-alive connections. Default 5m.
-    pub idle_timeout: Duration,
+    /// A downstream connection with no request in flight for this long is closed (HTTP/2:
+    /// GOAWAY first). Open streams count as in flight. `None` = never. Default 5m; `0s` in
+    /// the file = never.
+    pub idle_timeout: Option<Duration>,
+    /// Longest wait for an HTTP/1.1 request head; the clock starts whenever the connection is
+    /// ready for its next request, so it also bounds keep-alive idleness. `None` = no limit
+    /// (the default; `0s` in the file).
+    pub request_headers_timeout: Option<Duration>,
 }
 
 /// A route: a match and what to do with matching requests.

@@ -91,6 +91,10 @@ pub struct ListenerLimitsSpec {
     pub max_request_body_bytes: Option<u64>,
     /// How much of a JSON body may be read to find its `model` field. Default 16384.
     pub model_sniff_bytes: Option<u32>,
-    /// Idle timeout of downstream keep-alive connections. Default `5m`.
+    /// Close a downstream connection with no request or stream in flight for this long
+    /// (HTTP/2: GOAWAY first). Default `5m`; `0s` = never.
     pub idle_timeout: Option<DurationText>,
+    /// Longest wait for an HTTP/1.1 request head, counted from when the connection is ready for
+    /// the next request (so it also bounds keep-alive idleness). Default `0s` = no limit.
+    pub request_headers_timeout: Option<DurationText>,
 }

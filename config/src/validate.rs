@@ -219,11 +219,18 @@ fn listener_limits(ctx: &mut Ctx<'_>, path: &str, l: &RawListener) -> ListenerLi
         model_sniff_bytes: limits
             .model_sniff_bytes
             .unwrap_or(defaults::MODEL_SNIFF_BYTES),
-        idle_timeout: ctx.duration_or(
+        idle_timeout: Some(ctx.duration_or(
             &format!("{path}.limits.idle_timeout"),
             limits.idle_timeout.as_ref(),
             defaults::LISTENER_IDLE_TIMEOUT,
-        ),
+        ))
+        .filter(|d| !d.is_zero()),
+        request_headers_timeout: Some(ctx.duration_or(
+            &format!("{path}.limits.request_headers_timeout"),
+            limits.request_headers_timeout.as_ref(),
+            Duration::ZERO,
+        ))
+        .filter(|d| !d.is_zero()),
     }
 }
 

@@ -120,6 +120,15 @@ fn full_yaml_becomes_the_expected_ir() {
     let config = load_example("full.yaml");
     let inbound = &config.listeners[0];
     assert_eq!(inbound.limits.max_request_body_bytes, Some(1 << 30));
+    assert_eq!(inbound.limits.idle_timeout, Some(Duration::from_secs(300)));
+    assert_eq!(
+        inbound.limits.request_headers_timeout,
+        Some(Duration::from_secs(10))
+    );
+    // Defaults: 5m idle, no request-head limit.
+    let outbound = &config.listeners[1];
+    assert_eq!(outbound.limits.idle_timeout, Some(Duration::from_secs(300)));
+    assert_eq!(outbound.limits.request_headers_timeout, None);
 
     let resnet = &inbound.routes[0];
     let Action::Forward(split) = &resnet.action else {

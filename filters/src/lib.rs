@@ -3,6 +3,7 @@
 //! Nothing here knows about listeners, sockets or the config file: each module takes its own
 //! small settings type, and the proxy wires config into them.
 
+pub mod body_limit;
 pub mod model_name;
 pub mod tensor_check;
 pub mod transcode;

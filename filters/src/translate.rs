@@ -25,7 +25,7 @@ mod error;
 pub(crate) mod grpc_frame;
 mod grpc_message;
 mod grpc_to_rest;
-mod json_in;
+pub(crate) mod json_in;
 mod json_out;
 mod layer;
 mod params;

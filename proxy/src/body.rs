@@ -31,13 +31,9 @@ pub fn empty() -> ProxyBody {
     Empty::new().map_err(|never| match never {}).boxed_unsync()
 }
 
-/// A request body grew past the configured limit.
-#[derive(Debug, thiserror::Error)]
-#[error("request body exceeds the limit of {limit} bytes")]
-pub struct BodyTooLarge {
-    /// The limit in bytes.
-    pub limit: u64,
-}
+// Defined in filters so the translation and tensor-check filters recognise it when the limit
+// cuts a body they are buffering.
+pub use ferry_filters::body_limit::BodyTooLarge;
 
 /// The first bytes of a body, read and kept, plus the unread rest.
 pub struct Peeked {
@@ -277,14 +273,25 @@ impl Body for Limited {
 
 /// Keeps `gauge` incremented while the response body is alive (open streams count as active
 /// requests until their last byte or their cancellation).
-pub fn track(body: ProxyBody, gauge: prometheus_client::metrics::gauge::Gauge) -> ProxyBody {
+/// `active` marks the connection busy for its idle timer until the body is done.
+pub fn track(
+    body: ProxyBody,
+    gauge: prometheus_client::metrics::gauge::Gauge,
+    active: crate::listener::ActiveGuard,
+) -> ProxyBody {
     gauge.inc();
-    Tracked { inner: body, gauge }.boxed_unsync()
+    Tracked {
+        inner: body,
+        gauge,
+        _active: active,
+    }
+    .boxed_unsync()
 }
 
 struct Tracked {
     inner: ProxyBody,
     gauge: prometheus_client::metrics::gauge::Gauge,
+    _active: crate::listener::ActiveGuard,
 }
 
 impl Drop for Tracked {

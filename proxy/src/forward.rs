@@ -47,6 +47,8 @@ pub struct ConnInfo {
     pub client: headers::ClientAddr,
     /// `ferry_active_requests` of this listener.
     pub active_requests: prometheus_client::metrics::gauge::Gauge,
+    /// Requests in flight on this connection, for its idle timer.
+    pub activity: Arc<crate::listener::Activity>,
 }
 
 /// What the access log and metrics learn while a request is handled.
@@ -64,6 +66,9 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, std::convert::Infallible> {
     let start = Instant::now();
+    // Held until the response body is done (or the request is abandoned), so the connection
+    // counts as busy for its idle timer.
+    let active = conn.activity.begin();
     let grpc = headers::is_grpc(req.headers());
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
@@ -102,7 +107,7 @@ pub async fn handle(
     resp.headers_mut().insert(X_REQUEST_ID.clone(), request_id);
     record(&shared, &conn, &method, path, &resp, start, outcome);
     let gauge = conn.active_requests.clone();
-    Ok(resp.map(|b| body::track(b, gauge)))
+    Ok(resp.map(|b| body::track(b, gauge, active)))
 }
 
 async fn route_and_forward(

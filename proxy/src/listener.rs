@@ -7,8 +7,10 @@
 //! never touches it, so its connections and streams are unaffected.
 
 mod framing;
+mod idle;
 
 pub use self::framing::{FramingGuard, Verdicts};
+pub use self::idle::{ActiveGuard, Activity};
 
 use std::io;
 use std::net::SocketAddr;
@@ -18,9 +20,8 @@ use std::time::Duration;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::forward::{self, ConnInfo};
@@ -90,12 +91,14 @@ async fn accept_loop(
     shared: Arc<Shared>,
     mut stopped: oneshot::Receiver<Duration>,
 ) {
-    let graceful = GracefulShutdown::new();
+    // Every connection task holds a receiver: `true` asks it to close gracefully, and
+    // `closed()` resolves once the last one has finished.
+    let (drain, draining) = watch::channel(false);
     let deadline = loop {
         tokio::select! {
             deadline = &mut stopped => break deadline.unwrap_or(Duration::ZERO),
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => serve(&name, stream, peer, &shared, &graceful),
+                Ok((stream, peer)) => serve(&name, stream, peer, &shared, draining.clone()),
                 Err(error) => {
                     // Usually EMFILE: back off briefly instead of spinning.
                     tracing::warn!(listener = %name, %error, "accept failed");
@@ -105,9 +108,11 @@ async fn accept_loop(
         }
     };
     drop(listener);
+    drop(draining);
     tracing::info!(listener = %name, "draining connections");
+    let _ = drain.send(true);
     tokio::select! {
-        _ = graceful.shutdown() => tracing::info!(listener = %name, "all connections closed"),
+        _ = drain.closed() => tracing::info!(listener = %name, "all connections closed"),
         _ = tokio::time::sleep(deadline) => {
             tracing::warn!(listener = %name, "drain deadline passed with connections still open");
         }
@@ -119,7 +124,7 @@ fn serve(
     stream: TcpStream,
     peer: SocketAddr,
     shared: &Arc<Shared>,
-    graceful: &GracefulShutdown,
+    mut draining: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
     let limits = shared
@@ -131,11 +136,15 @@ fn serve(
     let header_limit = limits
         .as_ref()
         .map_or(64 * 1024, |l| l.max_request_headers_bytes);
+    let idle_timeout = limits.as_ref().and_then(|l| l.idle_timeout);
+    // hyper starts this clock whenever an HTTP/1.1 connection waits for a request head, so
+    // it also bounds keep-alive idleness; `None` switches off hyper's own 30 s default.
+    let header_timeout = limits.as_ref().and_then(|l| l.request_headers_timeout);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(30))
+        .header_read_timeout(header_timeout)
         .max_buf_size((header_limit as usize).max(MIN_H1_BUF));
     builder
         .http2()
@@ -150,6 +159,7 @@ fn serve(
     let labels = ListenerLabels {
         listener: Name(name.clone()),
     };
+    let activity = Activity::new();
     let info = Arc::new(ConnInfo {
         listener: name.clone(),
         peer,
@@ -160,25 +170,50 @@ fn serve(
             .active_requests
             .get_or_create(&labels)
             .clone(),
+        activity: activity.clone(),
     });
     let svc_shared = shared.clone();
     let service = service_fn(move |req| forward::handle(svc_shared.clone(), info.clone(), req));
     let conn = builder
         .serve_connection_with_upgrades(TokioIo::new(FramingGuard::new(stream, verdicts)), service)
         .into_owned();
-    let conn = graceful.watch(conn);
     let gauge = shared
         .metrics
         .active_connections
-        .get_or_create(&ListenerLabels {
-            listener: Name(name.clone()),
-        })
+        .get_or_create(&labels)
         .clone();
+    let idle_closes = shared.metrics.idle_closes.get_or_create(&labels).clone();
     gauge.inc();
     tokio::spawn(async move {
-        if let Err(error) = conn.await {
+        let mut conn = std::pin::pin!(conn);
+        let idle = async {
+            match idle_timeout {
+                Some(timeout) => activity.idle_for(timeout).await,
+                None => std::future::pending().await,
+            }
+        };
+        let ended = tokio::select! {
+            ended = conn.as_mut() => Some(ended),
+            _ = draining.wait_for(|d| *d) => None,
+            () = idle => {
+                idle_closes.inc();
+                tracing::debug!(%peer, "closing idle connection");
+                None
+            }
+        };
+        let ended = match ended {
+            Some(ended) => ended,
+            None => {
+                // HTTP/1.1: close after the current response; HTTP/2: GOAWAY, then close once
+                // the open streams are done.
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        };
+        if let Err(error) = ended {
             tracing::debug!(%peer, %error, "connection ended with an error");
         }
         gauge.dec();
+        drop(draining);
     });
 }

@@ -98,6 +98,8 @@ pub struct Metrics {
     pub active_connections: Family<ListenerLabels, Gauge>,
     /// `ferry_active_requests` (includes open streams).
     pub active_requests: Family<ListenerLabels, Gauge>,
+    /// `ferry_downstream_idle_closes_total`: connections closed by `idle_timeout`.
+    pub idle_closes: Family<ListenerLabels, Counter>,
     /// `ferry_config_reloads_total` (successful).
     pub reloads: Counter,
     /// `ferry_config_reload_failures_total`.
@@ -121,6 +123,7 @@ impl Metrics {
             tensor_metadata_fetch_failures: Family::default(),
             active_connections: Family::default(),
             active_requests: Family::default(),
+            idle_closes: Family::default(),
             reloads: Counter::default(),
             reload_failures: Counter::default(),
             registry: Registry::default(),
@@ -169,6 +172,11 @@ impl Metrics {
             "ferry_active_requests",
             "Requests and streams in flight",
             m.active_requests.clone(),
+        );
+        registry.register(
+            "ferry_downstream_idle_closes",
+            "Downstream connections closed after idle_timeout without a request in flight",
+            m.idle_closes.clone(),
         );
         registry.register(
             "ferry_config_reloads",

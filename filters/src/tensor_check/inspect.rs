@@ -9,8 +9,8 @@ use http::header::CONTENT_TYPE;
 use http::{HeaderMap, Method, Request};
 use http_body_util::BodyExt;
 use prost::Message;
-use serde::Deserialize;
 
+use crate::translate::json_in::{self, reader::Reader};
 use crate::translate::pb::SERVICE_PATH;
 use crate::translate::service::collect;
 use crate::translate::{
@@ -41,19 +41,6 @@ struct InferHead {
     model_version: String,
     #[prost(message, repeated, tag = "5")]
     inputs: Vec<InputHead>,
-}
-
-/// The REST JSON header; unknown members (`data`, `parameters`, `outputs`...) are skipped.
-#[derive(Deserialize)]
-struct RestHead {
-    inputs: Vec<RestInput>,
-}
-
-#[derive(Deserialize)]
-struct RestInput {
-    name: String,
-    datatype: String,
-    shape: Vec<i64>,
 }
 
 /// An infer request's model and declared inputs.
@@ -143,17 +130,44 @@ pub(super) fn rest_inputs(
             })?
         }
     };
-    let head: RestHead = serde_json::from_slice(json)
-        .map_err(|e| bad(format!("invalid inference request JSON: {e}")))?;
-    Ok(head
-        .inputs
-        .into_iter()
-        .map(|i| InputHead {
-            name: i.name,
-            datatype: i.datatype,
-            shape: i.shape,
-        })
-        .collect())
+    rest_heads(json).map_err(|e| bad(format!("invalid inference request JSON: {e}")))
+}
+
+/// `inputs[*].{name, datatype, shape}`; every other member (`data`, `parameters`, `outputs`...)
+/// is skipped unparsed. The translator's own reader, so what it accepts (`NaN`, `Infinity`)
+/// the check accepts too.
+fn rest_heads(json: &[u8]) -> Result<Vec<InputHead>, String> {
+    let mut r = Reader::new(json);
+    let mut inputs = None;
+    r.object(|r, key| {
+        if key != "inputs" {
+            return r.skip();
+        }
+        let mut list = Vec::new();
+        r.array(|r| {
+            let (mut name, mut datatype, mut shape) = (None, None, None);
+            r.object(|r, key| {
+                match &*key {
+                    "name" => name = Some(r.string()?.into_owned()),
+                    "datatype" => datatype = Some(r.string()?.into_owned()),
+                    "shape" => shape = Some(json_in::shape(r)?),
+                    _ => r.skip()?,
+                }
+                Ok(())
+            })?;
+            let missing = |field| r.error(format!("input {}: missing field `{field}`", list.len()));
+            list.push(InputHead {
+                name: name.ok_or_else(|| missing("name"))?,
+                datatype: datatype.ok_or_else(|| missing("datatype"))?,
+                shape: shape.ok_or_else(|| missing("shape"))?,
+            });
+            Ok(())
+        })?;
+        inputs = Some(list);
+        Ok(())
+    })?;
+    r.end()?;
+    inputs.ok_or_else(|| "missing field `inputs`".to_owned())
 }
 
 /// The model and inputs of a framed gRPC `ModelInferRequest`; `None` for compressed messages,

@@ -358,3 +358,18 @@ async fn other_requests_pass_without_reading_and_limits_hold() {
         .unwrap_err();
     assert_eq!(answer.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
+
+#[test]
+fn rest_heads_skip_data_with_non_finite_values() {
+    let json = br#"{"id":"1","inputs":[{"data":[NaN,-Infinity],"name":"x","shape":[2],"datatype":"FP32","parameters":{"a":[1]}}],"outputs":[]}"#;
+    let heads = super::inspect::rest_inputs(json, None).unwrap();
+    assert_eq!(heads.len(), 1);
+    assert_eq!(
+        (heads[0].name.as_str(), heads[0].datatype.as_str()),
+        ("x", "FP32")
+    );
+    assert_eq!(heads[0].shape, [2]);
+    let missing = br#"{"inputs":[{"name":"x","datatype":"FP32"}]}"#;
+    let err = super::inspect::rest_inputs(missing, None).unwrap_err();
+    assert!(err.to_string().contains("missing field `shape`"), "{err}");
+}

@@ -87,8 +87,7 @@ fn float64(buf: &mut Vec<u8>, v: f64) {
     if v.is_finite() {
         let _ = CompactFormatter.write_f64(buf, v);
     } else {
-        // JSON has no NaN or infinity; null is what serde_json and Python's strict mode emit.
-        buf.extend_from_slice(b"null");
+        non_finite(buf, v.is_nan(), v.is_sign_negative());
     }
 }
 
@@ -96,8 +95,19 @@ fn float32(buf: &mut Vec<u8>, v: f32) {
     if v.is_finite() {
         let _ = CompactFormatter.write_f32(buf, v);
     } else {
-        buf.extend_from_slice(b"null");
+        non_finite(buf, v.is_nan(), v.is_sign_negative());
     }
+}
+
+/// JSON has no NaN or infinity; Triton's REST writes these bare tokens (as Python's `json`
+/// module does and reads back), so REST callers and servers of that family understand them,
+/// where `null` would lose the value.
+fn non_finite(buf: &mut Vec<u8>, nan: bool, negative: bool) {
+    buf.extend_from_slice(match (nan, negative) {
+        (true, _) => b"NaN".as_slice(),
+        (false, false) => b"Infinity",
+        (false, true) => b"-Infinity",
+    });
 }
 
 /// Appends a shape array.

@@ -1,72 +1,46 @@
 //! REST `parameters` objects: string keys to bare bool / integer / float / string values, mapped
-//! to `InferParameter` (integers beyond i64 to `uint64_param`, as Triton does).
+//! to `InferParameter` both ways: integers to `int64_param` (beyond i64 to `uint64_param`, as
+//! Triton does), other numbers (including `NaN` / `Infinity`) to `double_param`.
 
 use std::collections::HashMap;
-use std::fmt;
 
-use serde::de::{self, Visitor};
-
+use super::json_in::reader::{Num, Reader};
 use super::pb::{InferParameter, infer_parameter::ParameterChoice};
 
-/// A `parameters` object: string keys to bool / integer / float / string values.
-pub(crate) struct Params(pub(crate) HashMap<String, InferParameter>);
-
-impl<'de> de::Deserialize<'de> for Params {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw: Option<HashMap<String, Param>> = de::Deserialize::deserialize(d)?;
-        Ok(Params(
-            raw.unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| {
-                    (
-                        k,
-                        InferParameter {
-                            parameter_choice: Some(v.0),
-                        },
-                    )
-                })
-                .collect(),
-        ))
+/// Reads a `parameters` object (`null` reads as empty).
+pub(crate) fn read(r: &mut Reader<'_>) -> Result<HashMap<String, InferParameter>, String> {
+    let mut out = HashMap::new();
+    if r.literal(b"null") {
+        return Ok(out);
     }
+    r.object(|r, key| {
+        let choice = value(r)?;
+        out.insert(
+            key.into_owned(),
+            InferParameter {
+                parameter_choice: Some(choice),
+            },
+        );
+        Ok(())
+    })?;
+    Ok(out)
 }
 
-struct Param(ParameterChoice);
-
-impl<'de> de::Deserialize<'de> for Param {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ParamVisitor)
-    }
-}
-
-struct ParamVisitor;
-
-impl Visitor<'_> for ParamVisitor {
-    type Value = Param;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a parameter value: bool, number or string")
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Param, E> {
-        Ok(Param(ParameterChoice::BoolParam(v)))
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Param, E> {
-        Ok(Param(ParameterChoice::Int64Param(v)))
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Param, E> {
-        Ok(Param(match i64::try_from(v) {
-            Ok(v) => ParameterChoice::Int64Param(v),
-            Err(_) => ParameterChoice::Uint64Param(v),
-        }))
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Param, E> {
-        Ok(Param(ParameterChoice::DoubleParam(v)))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Param, E> {
-        Ok(Param(ParameterChoice::StringParam(v.to_owned())))
-    }
+fn value(r: &mut Reader<'_>) -> Result<ParameterChoice, String> {
+    Ok(match r.peek() {
+        Some(b'"') => ParameterChoice::StringParam(r.string()?.into_owned()),
+        Some(b't') if r.literal(b"true") => ParameterChoice::BoolParam(true),
+        Some(b'f') if r.literal(b"false") => ParameterChoice::BoolParam(false),
+        Some(b'-' | b'0'..=b'9' | b'N' | b'I') => match r.number()? {
+            Num::Int(t) => match (t.parse::<i64>(), t.parse::<u64>()) {
+                (Ok(v), _) => ParameterChoice::Int64Param(v),
+                (_, Ok(v)) => ParameterChoice::Uint64Param(v),
+                _ => ParameterChoice::DoubleParam(t.parse().unwrap_or(f64::NAN)),
+            },
+            n => ParameterChoice::DoubleParam(n.to_f64().unwrap_or(f64::NAN)),
+        },
+        _ => {
+            return Err(r.error("invalid type: expected a parameter value: bool, number or string"));
+        }
+    })
 }

@@ -98,8 +98,14 @@ pub(crate) async fn collect(
     let mut len = 0u64;
     let mut trailers = None;
     while let Some(frame) = body.frame().await {
-        let frame =
-            frame.map_err(|e| TranslateError::BadRequest(format!("reading the body: {e}")))?;
+        let frame = frame.map_err(|e| match crate::body_limit::find(e.as_ref()) {
+            // The listener's limit cut the body: too much, not malformed.
+            Some(too_large) => TranslateError::TooLarge {
+                what: "request body",
+                limit: too_large.limit,
+            },
+            None => TranslateError::BadRequest(format!("reading the body: {e}")),
+        })?;
         match frame.into_data() {
             Ok(data) => {
                 len = len.saturating_add(data.len() as u64);

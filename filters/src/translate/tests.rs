@@ -118,3 +118,45 @@ pub(super) fn binary_request(json: &str, sections: &[&[u8]]) -> Request<Translat
         .body(body(all))
         .unwrap()
 }
+
+/// A body that yields one chunk and then fails the way the proxy's listener limit does.
+fn cut_by_limit(first: &'static [u8]) -> TranslateBody {
+    struct Cut(Option<Bytes>);
+    impl http_body::Body for Cut {
+        type Data = Bytes;
+        type Error = BoxError;
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+            std::task::Poll::Ready(Some(match self.0.take() {
+                Some(first) => Ok(http_body::Frame::data(first)),
+                None => Err(Box::new(crate::body_limit::BodyTooLarge { limit: 16 })),
+            }))
+        }
+    }
+    Cut(Some(Bytes::from_static(first))).boxed_unsync()
+}
+
+#[tokio::test]
+async fn body_cut_by_the_listener_limit_is_413_not_400() {
+    let req = Request::post("/v2/models/echo/infer")
+        .body(cut_by_limit(b"{\"inputs\":["))
+        .unwrap();
+    let (answer, seen) = rest_via_echo(req).await;
+    assert!(seen.is_none(), "upstream must not be called");
+    let (status, _, body, _) = read(answer).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["error"], "request body exceeds the limit of 16 bytes");
+
+    let t = Translator::new(settings(Direction::GrpcToRest));
+    let req = Request::post("/inference.GRPCInferenceService/ModelInfer")
+        .header("content-type", "application/grpc")
+        .body(cut_by_limit(b"\0\0\0\0\x20"))
+        .unwrap();
+    let Err(answer) = t.request(req).await else {
+        panic!("a cut body must not be forwarded");
+    };
+    assert_eq!(answer.headers()["grpc-status"], "8", "RESOURCE_EXHAUSTED");
+}

@@ -171,6 +171,40 @@ async fn body_over_limit_is_413() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
+async fn body_over_limit_while_translating_is_413() -> anyhow::Result<()> {
+    let echo = Echo::start("up").await?;
+    let mut cfg = limited(&echo);
+    cfg["listeners"][0]["routes"] = json!([{
+        "name": "all",
+        "to": "up",
+        "translate": { "from": "rest", "to": "grpc", "protocol": "oip-v2" },
+    }]);
+    let ferry = start(&cfg).await?;
+    let addr = ferry.listener(LISTENER)?;
+    for client in [HttpClient::http1(), HttpClient::h2c()] {
+        // No declared length: the listener's limit cuts the stream while the translator is
+        // buffering it, and that must read as "too large", not as malformed JSON.
+        let chunks = futures_util::stream::iter(0..8).map(|_| Bytes::from(vec![b' '; 512]));
+        let req = request(
+            Method::POST,
+            addr,
+            "/v2/models/m/infer",
+            &[],
+            body_stream(chunks),
+        )?;
+        let reply = client.call(req).await?;
+        assert_eq!(reply.status, 413, "{}", reply.text());
+        assert!(
+            reply.text().contains("exceeds the limit of 1024"),
+            "{}",
+            reply.text()
+        );
+    }
+    assert_eq!(echo.requests(), 0, "the upstream must not be called");
+    Ok(())
+}
+
+#[tokio::test]
 async fn malformed_http_is_400_and_closed_without_affecting_others() -> anyhow::Result<()> {
     let echo = Echo::start("up").await?;
     let ferry = start(&crate::support::one_upstream(echo.addr())).await?;

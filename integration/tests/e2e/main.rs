@@ -7,6 +7,7 @@ mod balancing;
 mod drain;
 mod failures;
 mod grpc;
+mod idle;
 mod model_routing;
 mod peers;
 mod protocols;

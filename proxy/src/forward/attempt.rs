@@ -314,12 +314,5 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 fn body_limit_in(e: &(dyn std::error::Error + 'static)) -> Option<u64> {
-    let mut current = Some(e);
-    while let Some(err) = current {
-        if let Some(too_large) = err.downcast_ref::<crate::body::BodyTooLarge>() {
-            return Some(too_large.limit);
-        }
-        current = err.source();
-    }
-    None
+    ferry_filters::body_limit::find(e).map(|t| t.limit)
 }

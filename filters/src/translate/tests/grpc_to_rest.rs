@@ -328,3 +328,45 @@ async fn health_and_metadata_rpcs() {
     .unwrap();
     assert_eq!(r.inputs[0].shape, vec![-1, 2]);
 }
+
+#[tokio::test]
+async fn double_and_uint64_parameters_map_both_ways() {
+    use pb::infer_parameter::ParameterChoice as P;
+    let param = |c: P| pb::InferParameter {
+        parameter_choice: Some(c),
+    };
+    let mut msg = infer_msg();
+    msg.parameters = [
+        ("d".to_owned(), param(P::DoubleParam(0.125))),
+        ("u".to_owned(), param(P::Uint64Param(u64::MAX))),
+        ("inf".to_owned(), param(P::DoubleParam(f64::INFINITY))),
+    ]
+    .into();
+    let t = Translator::new(settings(Direction::GrpcToRest));
+    let (up, pending) = t.request(grpc_call("ModelInfer", &msg)).await.unwrap();
+    let b = up.into_body().collect().await.unwrap().to_bytes();
+    let text = std::str::from_utf8(&b).unwrap();
+    assert!(
+        text.contains(r#""parameters":{"d":0.125,"inf":Infinity,"u":18446744073709551615}"#),
+        "{text}"
+    );
+    let answer = r#"{"model_name":"echo","id":"7","parameters":{"d":-2.5,"u":18446744073709551615,"i":-1,"n":NaN},"outputs":[
+        {"name":"x","datatype":"FP32","shape":[1,2],"parameters":{"scale":0.5},"data":[1.5,-2.0]}]}"#;
+    let resp = pending
+        .response(rest_answer(
+            200,
+            &[("content-type", "application/json")],
+            answer,
+        ))
+        .await;
+    let r = pb::ModelInferResponse::decode(grpc_result(resp).await.unwrap()).unwrap();
+    let p = |k: &str| r.parameters[k].parameter_choice.clone().unwrap();
+    assert_eq!(p("d"), P::DoubleParam(-2.5));
+    assert_eq!(p("u"), P::Uint64Param(u64::MAX));
+    assert_eq!(p("i"), P::Int64Param(-1));
+    assert!(matches!(p("n"), P::DoubleParam(v) if v.is_nan()));
+    assert_eq!(
+        r.outputs[0].parameters["scale"].parameter_choice,
+        Some(P::DoubleParam(0.5))
+    );
+}

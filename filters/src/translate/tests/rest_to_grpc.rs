@@ -380,3 +380,50 @@ async fn the_tower_layer_wraps_an_inner_grpc_service() {
     let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
     assert_eq!(v["outputs"][0]["data"], serde_json::json!([1, 255]));
 }
+
+#[tokio::test]
+async fn non_finite_floats_are_read_and_written_as_triton_does() {
+    let json = r#"{"parameters":{"p_nan":NaN,"p_inf":-Infinity},"inputs":[
+        {"name":"f","shape":[4],"datatype":"FP32","data":[NaN,Infinity,-Infinity,1.5]},
+        {"name":"d","shape":[2,2],"datatype":"FP64","data":[[-Infinity,NaN],[Infinity,0.25]]},
+        {"data":[NaN,2],"name":"late","shape":[2],"datatype":"FP32"}]}"#;
+    let (resp, seen) = rest_via_echo(infer_request(json)).await;
+    let seen = seen.unwrap();
+    let f = &seen.inputs[0].contents.as_ref().unwrap().fp32_contents;
+    assert!(f[0].is_nan());
+    assert_eq!(&f[1..], [f32::INFINITY, f32::NEG_INFINITY, 1.5]);
+    let d = &seen.inputs[1].contents.as_ref().unwrap().fp64_contents;
+    assert_eq!(d[0], f64::NEG_INFINITY);
+    assert!(d[1].is_nan());
+    assert_eq!(&d[2..], [f64::INFINITY, 0.25]);
+    let late = &seen.inputs[2].contents.as_ref().unwrap().fp32_contents;
+    assert!(late[0].is_nan() && late[1] == 2.0);
+    use pb::infer_parameter::ParameterChoice as P;
+    let p = |k: &str| seen.parameters[k].parameter_choice.clone().unwrap();
+    assert!(matches!(p("p_nan"), P::DoubleParam(v) if v.is_nan()));
+    assert_eq!(p("p_inf"), P::DoubleParam(f64::NEG_INFINITY));
+
+    let (status, _, b, _) = read(resp).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = std::str::from_utf8(&b).unwrap();
+    assert!(
+        text.contains(r#""parameters":{"p_inf":-Infinity,"p_nan":NaN}"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#""data":[NaN,Infinity,-Infinity,1.5]"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#""data":[-Infinity,NaN,Infinity,0.25]"#),
+        "{text}"
+    );
+    // Near misses of the tokens are still malformed JSON.
+    for bad in ["nan", "Inf", "+Infinity", "-NaN", "Infinityx"] {
+        let json = format!(
+            r#"{{"inputs":[{{"name":"f","shape":[1],"datatype":"FP32","data":[{bad}]}}]}}"#
+        );
+        let (status, msg) = rejected(infer_request(&json)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {msg}");
+    }
+}
