@@ -91,11 +91,19 @@ impl TranscodeError {
         }
     }
 
-    /// `{"error": "<message>", "code": <grpc code>}`.
+    /// `{"error": "<message>", "code": <grpc code>}`, keys always in that order (a struct, not
+    /// a map: the order must not depend on serde_json's `preserve_order` feature).
     pub fn json(&self) -> String {
-        // Written by hand so the key order is fixed whatever serde_json's map features are.
-        let message = serde_json::Value::String(self.to_string());
-        format!("{{\"error\":{message},\"code\":{}}}", self.grpc_code())
+        #[derive(serde::Serialize)]
+        struct Body {
+            error: String,
+            code: u32,
+        }
+        serde_json::to_string(&Body {
+            error: self.to_string(),
+            code: self.grpc_code(),
+        })
+        .unwrap_or_else(|_| String::from(r#"{"error":"unencodable error"}"#))
     }
 }
 

@@ -11,6 +11,9 @@ use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MethodDescriptor};
 use super::error::LoadError;
 use super::template::{Captures, Template, split_verb};
 
+/// Most path segments a transcoded request may have.
+const MAX_SEGMENTS: usize = 256;
+
 /// `google.api.HttpRule`, the fields transcoding reads.
 #[derive(Clone, PartialEq, prost::Message)]
 struct HttpRule {
@@ -183,8 +186,12 @@ impl RuleIndex {
     pub(crate) fn find(&self, method: &Method, path: &str) -> Option<(&Binding, Captures)> {
         let rest = path.strip_prefix('/')?;
         let (rest, verb) = split_verb(rest);
-        // Bounded: a path with absurdly many segments cannot match any template anyway.
-        let segments: Vec<&str> = rest.split('/').take(256).collect();
+        // Bounded: a path with absurdly many segments is not transcoded (it passes through)
+        // rather than matched on a truncated prefix.
+        let segments: Vec<&str> = rest.split('/').take(MAX_SEGMENTS + 1).collect();
+        if segments.len() > MAX_SEGMENTS {
+            return None;
+        }
         let first = segments.first().copied().unwrap_or("");
         let literal = self
             .by_literal
@@ -199,7 +206,7 @@ impl RuleIndex {
             }
             // A literal last segment containing ':' is not a verb for templates without one.
             if verb.is_some() && b.template.verb.is_none() {
-                let whole: Vec<&str> = path[1..].split('/').take(256).collect();
+                let whole: Vec<&str> = path[1..].split('/').take(MAX_SEGMENTS).collect();
                 return b.template.matches(&whole, None).map(|c| (b, c));
             }
             None

@@ -158,6 +158,15 @@ proptest! {
 }
 
 #[test]
+fn paths_with_too_many_segments_are_not_transcoded() {
+    let t = transcoder(TranscodeSettings::default());
+    let ok = format!("/v1/files{}", "/a".repeat(250));
+    assert!(t.index().find(&http::Method::GET, &ok).is_some());
+    let long = format!("/v1/files{}", "/a".repeat(300));
+    assert!(t.index().find(&http::Method::GET, &long).is_none());
+}
+
+#[test]
 fn descriptor_rules_are_read_with_additional_bindings() {
     let t = transcoder(TranscodeSettings::default());
     // 11 methods with one rule each, plus GetBook's additional binding.

@@ -69,6 +69,41 @@ impl Library {
     }
 }
 
+/// Calls `GetBook(name)` at `target` with a plain grpcio client; returns its JSON output.
+pub async fn grpc_get_book(target: SocketAddr, name: &str) -> anyhow::Result<serde_json::Value> {
+    let python = ferry_integration::peers::python().await?;
+    let scratch = tempfile::Builder::new().prefix("ferry-client-").tempdir()?;
+    let script = workspace::crate_dir()
+        .join("peers")
+        .join("transcode")
+        .join("library_client.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg("--proto-dir")
+        .arg(proto_dir())
+        .arg("--out-dir")
+        .arg(scratch.path())
+        .arg("--target")
+        .arg(target.to_string())
+        .arg(name)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .context("running library_client.py")?;
+    if !out.status.success() {
+        bail!(
+            "library_client.py failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "library_client.py printed no JSON: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
 /// Compiles `proto` (the text of a library.proto) with grpc_tools.protoc into `out`.
 pub async fn protoc(proto: &str, out: &Path) -> anyhow::Result<()> {
     let python = ferry_integration::peers::python().await?;

@@ -18,7 +18,7 @@ use http::{Method, StatusCode};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 
-use self::library::{Library, library_proto, protoc};
+use self::library::{Library, grpc_get_book, library_proto, protoc};
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -159,6 +159,19 @@ async fn verbs_path_variables_query_parameters_and_json_mapping() -> anyhow::Res
         !r.text().contains("\"code\""),
         "not a transcoder answer: {}",
         r.text()
+    );
+
+    // A plain gRPC caller on the same route passes through untouched.
+    let via_grpc = grpc_get_book(ferry.only_listener()?, "shelves/g/books/1").await?;
+    assert_eq!(
+        via_grpc,
+        json!({"title": "name=shelves/g/books/1", "genre": "FICTION",
+               "published": "2024-05-06T07:08:09Z", "pages": "18446744073709551615"})
+    );
+    let missing = grpc_get_book(ferry.only_listener()?, "missing").await?;
+    assert_eq!(
+        missing,
+        json!({"code": "NOT_FOUND", "message": "no book missing"})
     );
 
     // /config_dump shows the descriptor, its sha256 and the bindings count.
