@@ -16,9 +16,8 @@ mod tensors;
 pub use cluster::{DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol};
 pub use route::{
     DirectResponseSpec, HeaderEditsSpec, HeaderMatchSpec, ModelMatchSpec, PathMatchSpec,
-    PrefixRewriteSpec, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec, RouteMatchSpec,
-    StreamingSpec, TranslateProtocolSpec, TranslateSpec, UnknownFieldsSpec, UpstreamBinarySpec,
-    WireSpec,
+    PrefixRewriteSpec, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec, RouteMatchSpec, StreamingSpec,
+    TranslateProtocolSpec, TranslateSpec, UnknownFieldsSpec, UpstreamBinarySpec, WireSpec,
 };
 pub use scalars::{DurationText, HeaderNameText, HostPortText, PercentText, SocketAddrText, Text};
 pub use shorthand::{HeaderValues, MatchSpec, Methods, StringMatchSpec, To, WeightedTarget};
