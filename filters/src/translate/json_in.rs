@@ -403,6 +403,9 @@ impl<'b> Sink<'b> {
 
 /// Decodes `data`, flat or nested, into a [`Sink`].
 fn data(r: &mut Reader<'_>, sink: &mut Sink<'_>) -> Result<(), String> {
+    if sink.dt == Some(DataType::Fp32) {
+        return data_fp32(r, sink);
+    }
     r.array(|r| match r.peek() {
         Some(b'[') => data(r, sink),
         Some(b'"') => {
@@ -415,6 +418,26 @@ fn data(r: &mut Reader<'_>, sink: &mut Sink<'_>) -> Result<(), String> {
         _ => {
             let n = r.number()?;
             sink.push_num(n).map_err(|e| r.error(e))
+        }
+    })
+}
+
+/// [`data`] for FP32, the bulk of model traffic: numbers go straight into the packed field
+/// with no per-element dispatch on the datatype.
+fn data_fp32(r: &mut Reader<'_>, sink: &mut Sink<'_>) -> Result<(), String> {
+    r.array(|r| {
+        if r.peek() == Some(b'[') {
+            return data_fp32(r, sink);
+        }
+        let n = r.number()?;
+        match n.to_f32() {
+            Some(v) if sink.budget.charge(4) => {
+                sink.count += 1;
+                sink.contents.fp32_contents.push(v);
+                Ok(())
+            }
+            Some(_) => Err(r.error("decoded tensor data exceeds the limit")),
+            None => Err(r.error(format!("invalid number {n:?}"))),
         }
     })
 }

@@ -65,6 +65,9 @@ impl Num<'_> {
                     let v = if d.exp10 < 0 { m / p } else { m * p };
                     return Some(if d.negative { -v } else { v });
                 }
+                if let Some(v) = d.f64_fast().and_then(narrow_exactly) {
+                    return Some(if d.negative { -v } else { v });
+                }
                 d.text().parse().ok()
             }
             Num::NonFinite(v) => Some(v as f32),
@@ -74,23 +77,40 @@ impl Num<'_> {
     /// As `f64` (the same way, with `f64`'s exact ranges).
     pub(crate) fn to_f64(self) -> Option<f64> {
         match self {
-            Num::Int(d) | Num::Float(d) => {
-                if d.exact && d.mantissa <= 1 << 53 && (-22..=22).contains(&d.exp10) {
-                    let m = d.mantissa as f64;
-                    let p = F64_POW10[d.exp10.unsigned_abs() as usize];
-                    let v = if d.exp10 < 0 { m / p } else { m * p };
-                    return Some(if d.negative { -v } else { v });
-                }
-                d.text().parse().ok()
-            }
+            Num::Int(d) | Num::Float(d) => match d.f64_fast() {
+                Some(v) => Some(if d.negative { -v } else { v }),
+                None => d.text().parse().ok(),
+            },
             Num::NonFinite(v) => Some(v),
         }
     }
 }
 
+/// `v` (a correctly rounded `f64`) as `f32`, when that is also the correctly rounded `f32` of
+/// the decimal: always, unless `v` sits exactly on the midpoint of two `f32`s (then the
+/// decimal may lie on either side of it) or outside the normal `f32` range.
+fn narrow_exactly(v: f64) -> Option<f32> {
+    let normal = v == 0.0 || (f64::from(f32::MIN_POSITIVE)..=f64::from(f32::MAX)).contains(&v);
+    // The 29 low mantissa bits f32 drops: exactly half of its last place is a midpoint.
+    let midpoint = v.to_bits() & 0x1FFF_FFFF == 0x1000_0000;
+    (normal && !midpoint).then_some(v as f32)
+}
+
 // === impl Dec ===
 
 impl<'a> Dec<'a> {
+    /// The magnitude as `f64` by Clinger's fast path (exact mantissa and power of ten, one
+    /// correctly rounded operation), if it applies.
+    fn f64_fast(&self) -> Option<f64> {
+        if self.exact && self.mantissa <= 1 << 53 && (-22..=22).contains(&self.exp10) {
+            let m = self.mantissa as f64;
+            let p = F64_POW10[self.exp10.unsigned_abs() as usize];
+            Some(if self.exp10 < 0 { m / p } else { m * p })
+        } else {
+            None
+        }
+    }
+
     /// The token's text.
     pub(crate) fn text(&self) -> &'a str {
         // The scanner accepted only ASCII digits, signs, '.', 'e' and 'E'.
@@ -138,7 +158,10 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// `msg` with the current line and column, like serde_json's messages.
+    /// `msg` with the current line and column, like serde_json's messages. Cold: kept out of
+    /// the per-element loops.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn error(&self, msg: impl std::fmt::Display) -> String {
         let upto = &self.buf[..self.pos.min(self.buf.len())];
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
@@ -312,25 +335,22 @@ impl<'a> Reader<'a> {
             i += 1;
         }
         // Digits gathered into one integer while scanning; past 19 the token is left to the
-        // slow path.
+        // slow path. Plain loops over locals: this is the innermost loop of tensor decoding.
         let mut mantissa = 0u64;
         let mut count = 0u32;
-        let mut digits = |i: &mut usize, mantissa: &mut u64| {
-            let from = *i;
-            while let Some(&c) = b.get(*i) {
-                if !c.is_ascii_digit() {
-                    break;
-                }
-                if count < 19 {
-                    *mantissa = *mantissa * 10 + u64::from(c - b'0');
-                }
-                count += 1;
-                *i += 1;
-            }
-            *i - from
-        };
         let int_start = i;
-        let n = digits(&mut i, &mut mantissa);
+        while let Some(&c) = b.get(i) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            if count < 19 {
+                mantissa = mantissa * 10 + u64::from(d);
+            }
+            count += 1;
+            i += 1;
+        }
+        let n = i - int_start;
         if n == 0 || (n > 1 && b.get(int_start) == Some(&b'0')) {
             self.pos = i;
             return Err(self.error("invalid number"));
@@ -340,7 +360,19 @@ impl<'a> Reader<'a> {
         if b.get(i) == Some(&b'.') {
             i += 1;
             float = true;
-            let frac = digits(&mut i, &mut mantissa);
+            let frac_start = i;
+            while let Some(&c) = b.get(i) {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                if count < 19 {
+                    mantissa = mantissa * 10 + u64::from(d);
+                }
+                count += 1;
+                i += 1;
+            }
+            let frac = i - frac_start;
             if frac == 0 {
                 self.pos = i;
                 return Err(self.error("invalid number"));
@@ -517,5 +549,31 @@ mod tests {
         assert_eq!(int("18446744073709551615"), (None, Some(u64::MAX)));
         assert_eq!(int("18446744073709551616"), (None, None));
         assert_eq!(int("-0"), (Some(0), None));
+    }
+
+    #[test]
+    fn fast_paths_match_std_on_many_decimals() {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..200_000 {
+            let r = next();
+            let digits = r % 10_u64.pow((r >> 60) as u32 % 17 + 1);
+            let scale = (r >> 40) % 40;
+            let text = match (r >> 32) % 3 {
+                0 => format!("{digits}e-{scale}"),
+                1 => format!("-{digits}e{}", scale % 12),
+                _ => format!("{}", f32::from_bits((r >> 8) as u32 & 0x7f7f_ffff)),
+            };
+            let Ok(n) = Reader::new(text.as_bytes()).number() else {
+                continue;
+            };
+            assert_eq!(n.to_f32(), text.parse::<f32>().ok(), "{text} as f32");
+            assert_eq!(n.to_f64(), text.parse::<f64>().ok(), "{text} as f64");
+        }
     }
 }
