@@ -27,7 +27,9 @@ fn tables() -> &'static [Transcoder; 2] {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../proto/testing");
         let mut compiler = protox::Compiler::new([dir]).expect("proto dir");
         compiler.include_imports(true);
-        compiler.open_files(["library.proto"]).expect("library.proto compiles");
+        compiler
+            .open_files(["library.proto"])
+            .expect("library.proto compiles");
         let set = compiler.encode_file_descriptor_set();
         let table = |reject_unknown_fields| {
             let settings = TranscodeSettings {
