@@ -11,7 +11,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // google/api/{annotations,http}.proto: the one copy the transcoding tests use too.
     let google_api_dir = manifest_dir.join("..").join("proto").join("testing");
     println!("cargo:rerun-if-changed={}", proto_dir.display());
-    println!("cargo:rerun-if-changed={}", google_api_dir.join("google").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        google_api_dir.join("google").display()
+    );
     // include_imports: Envoy resolves annotations.proto and descriptor.proto from the set.
     // Encoded by protox itself: prost_types' MethodOptions would drop the `(google.api.http)`
     // extension as an unknown field, leaving Envoy nothing to route by.
