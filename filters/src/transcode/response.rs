@@ -1,11 +1,9 @@
 //! gRPC answers back to JSON: unary messages whole, server streams message by message.
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::HeaderMap;
 use prost_reflect::{DynamicMessage, FieldDescriptor, MessageDescriptor, SerializeOptions};
 
 use super::error::TranscodeError;
-use super::template::percent_decode;
 use crate::translate::code;
 
 /// How a server stream is written out.
@@ -86,23 +84,6 @@ impl Shape {
         }
         Ok(out)
     }
-}
-
-/// The gRPC status in `headers` (trailers, or the headers of a trailers-only answer).
-pub(crate) fn grpc_status(headers: &HeaderMap) -> Option<(u32, String)> {
-    let code = headers
-        .get("grpc-status")?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let message = headers
-        .get("grpc-message")
-        .and_then(|m| m.to_str().ok())
-        .map(|m| percent_decode(m, false))
-        .unwrap_or_default();
-    Some((code, message))
 }
 
 /// A non-OK status as an error.

@@ -1,7 +1,6 @@
 //! [`Transcoder`]: the request half (match, build the gRPC call) and the response half
 //! ([`Pending`]) that the proxy calls around its own forwarding, and [`TranscodeLayer`] uses.
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -15,11 +14,12 @@ use prost_reflect::DescriptorPool;
 use super::TranscodeSettings;
 use super::error::{LoadError, TranscodeError};
 use super::request;
-use super::response::{Deframer, Shape, StreamFormat, check_status, grpc_status};
+use super::response::{Deframer, Shape, StreamFormat, check_status};
 use super::rules::RuleIndex;
 use super::stream::JsonStream;
 use crate::translate::grpc_frame::{frame, unframe};
 use crate::translate::service::collect;
+use crate::translate::service::{boxed, grpc_status, json_response};
 use crate::translate::{BoxError, ChunksBody, TranslateBody, TranslateError};
 
 /// The transcoding table of one route: built once per descriptor load, cheap to clone.
@@ -295,24 +295,6 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
             to.append(name.clone(), value.clone());
         }
     }
-}
-
-fn boxed(body: ChunksBody) -> TranslateBody {
-    body.map_err(|never| match never {}).boxed_unsync()
-}
-
-fn json_response(status: StatusCode, json: Vec<u8>) -> Response<TranslateBody> {
-    let len = json.len();
-    let mut resp = Response::new(boxed(ChunksBody::new(
-        VecDeque::from([Bytes::from(json)]),
-        None,
-    )));
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp.headers_mut()
-        .insert(CONTENT_LENGTH, HeaderValue::from(len));
-    resp
 }
 
 /// The caller's answer for a fault: mapped status, `{"error": ..., "code": ...}`.

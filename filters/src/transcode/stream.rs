@@ -11,7 +11,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame};
 
 use super::error::TranscodeError;
-use super::response::{Deframer, Shape, StreamFormat, check_status, grpc_status};
+use super::response::{Deframer, Shape, StreamFormat, check_status};
+use crate::translate::service::grpc_status;
 use crate::translate::{BoxError, TranslateBody};
 
 /// The response body of a transcoded server-streaming call.

@@ -236,7 +236,7 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
     }
 }
 
-fn boxed(body: ChunksBody) -> TranslateBody {
+pub(crate) fn boxed(body: ChunksBody) -> TranslateBody {
     body.map_err(|never| match never {}).boxed_unsync()
 }
 
@@ -361,7 +361,9 @@ impl Pending {
     }
 }
 
-fn grpc_status(headers: &HeaderMap) -> Option<(u32, String)> {
+/// The gRPC status in `headers` (trailers, or the headers of a trailers-only answer), message
+/// percent-decoded.
+pub(crate) fn grpc_status(headers: &HeaderMap) -> Option<(u32, String)> {
     let code = headers
         .get("grpc-status")?
         .to_str()
@@ -465,12 +467,17 @@ async fn grpc_response(
 /// A REST error answer: the mapped status with `{"error": "<message>"}`.
 pub fn rest_error(e: &TranslateError) -> Response<TranslateBody> {
     let body = serde_json::json!({ "error": e.to_string() }).to_string();
-    let len = body.len();
+    json_response(e.http_status(), body.into_bytes())
+}
+
+/// A whole JSON answer with its length.
+pub(crate) fn json_response(status: StatusCode, json: Vec<u8>) -> Response<TranslateBody> {
+    let len = json.len();
     let mut resp = Response::new(boxed(ChunksBody::new(
-        VecDeque::from([Bytes::from(body)]),
+        VecDeque::from([Bytes::from(json)]),
         None,
     )));
-    *resp.status_mut() = e.http_status();
+    *resp.status_mut() = status;
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp.headers_mut()
