@@ -418,21 +418,22 @@ fn record(
     let route_name = outcome.route.as_ref().map(|r| r.name.clone());
     let cluster = outcome.forwarded.as_ref().map(|f| f.cluster.clone());
     let m = &shared.metrics;
-    m.requests
-        .get_or_create(&RequestLabels {
-            listener: Name(conn.listener.clone()),
-            route: Name(route_name.clone().unwrap_or_else(|| empty.clone())),
-            cluster: Name(cluster.clone().unwrap_or_else(|| empty.clone())),
-            model: Name(
-                outcome
-                    .route
-                    .as_ref()
-                    .map(|r| r.model_label.clone())
-                    .unwrap_or_else(|| empty.clone()),
-            ),
-            code: resp.status().as_u16(),
-        })
-        .inc();
+    match &outcome.route {
+        Some(route) => route
+            .requests
+            .inc(cluster.as_ref(), resp.status().as_u16(), empty),
+        None => {
+            m.requests
+                .get_or_create(&RequestLabels {
+                    listener: Name(conn.listener.clone()),
+                    route: Name(empty.clone()),
+                    cluster: Name(cluster.clone().unwrap_or_else(|| empty.clone())),
+                    model: Name(empty.clone()),
+                    code: resp.status().as_u16(),
+                })
+                .inc();
+        }
+    }
     match &outcome.route {
         Some(route) => route.duration.observe(duration.as_secs_f64()),
         None => m

@@ -17,6 +17,11 @@ static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection"
 /// `te: trailers` survives (gRPC needs it end to end). When `keep_upgrade` is set (a WebSocket
 /// handshake being forwarded), `Connection: upgrade` and `Upgrade` are kept.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
+    // Most requests carry none of these: one pass over the names (standard ones compare as
+    // enum tags) is cheaper than the dozen hashed removals below.
+    if !keep_upgrade && !headers.keys().any(is_hop_by_hop) {
+        return;
+    }
     let listed: Vec<HeaderName> = headers
         .get_all(CONNECTION)
         .iter()
@@ -53,6 +58,19 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
         headers.remove(CONNECTION);
         headers.remove(UPGRADE);
     }
+}
+
+/// Whether `name` is hop-by-hop by itself (names listed in `Connection` need `Connection`).
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    name == CONNECTION
+        || name == TE
+        || name == TRANSFER_ENCODING
+        || name == UPGRADE
+        || name == http::header::TRAILER
+        || name == http::header::PROXY_AUTHENTICATE
+        || name == http::header::PROXY_AUTHORIZATION
+        || name == KEEP_ALIVE
+        || name == PROXY_CONNECTION
 }
 
 /// The client's address as forwarding headers spell it, computed once per connection.
@@ -168,6 +186,32 @@ mod tests {
         assert!(h.get("keep-alive").is_none());
         assert_eq!(h[TE], "trailers");
         assert_eq!(h["x-app"], "kept");
+    }
+
+    #[test]
+    fn each_hop_by_hop_header_alone_is_removed() {
+        for name in [
+            "connection",
+            "te",
+            "transfer-encoding",
+            "upgrade",
+            "trailer",
+            "proxy-authenticate",
+            "proxy-authorization",
+            "keep-alive",
+            "proxy-connection",
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert("x-kept", HeaderValue::from_static("1"));
+            h.insert(HeaderName::from_static(name), HeaderValue::from_static("x"));
+            strip_hop_by_hop(&mut h, false);
+            assert!(!h.contains_key(name), "{name} survived");
+            assert!(h.contains_key("x-kept"));
+        }
+        let mut h = HeaderMap::new();
+        h.insert("x-kept", HeaderValue::from_static("1"));
+        strip_hop_by_hop(&mut h, false);
+        assert_eq!(h.len(), 1);
     }
 
     #[test]

@@ -66,6 +66,66 @@ pub struct ListenerLabels {
     pub listener: Name,
 }
 
+/// Series kept per route before new (cluster, code) pairs go straight to the family.
+const ROUTE_SERIES_CACHED: usize = 32;
+
+/// One route's `ferry_requests_total` series, found by (cluster, status) in a short list.
+/// Going through the family hashes five labels with SipHash and clones four `Arc`s per
+/// request; a route sees a handful of (cluster, code) pairs, so a linear scan is cheaper.
+#[derive(Debug)]
+pub struct RouteRequests {
+    listener: Arc<str>,
+    route: Arc<str>,
+    model: Arc<str>,
+    family: Family<RequestLabels, Counter>,
+    seen: std::sync::Mutex<Vec<(Option<Arc<str>>, u16, Counter)>>,
+}
+
+// === impl RouteRequests ===
+
+impl RouteRequests {
+    /// The series of `route` on `listener` in `metrics`.
+    pub fn new(metrics: &Metrics, listener: Arc<str>, route: Arc<str>, model: Arc<str>) -> Self {
+        Self {
+            listener,
+            route,
+            model,
+            family: metrics.requests.clone(),
+            seen: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Counts one answered request.
+    pub fn inc(&self, cluster: Option<&Arc<str>>, code: u16, empty: &Arc<str>) {
+        let same = |c: &Option<Arc<str>>| match (c, cluster) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            _ => false,
+        };
+        let Ok(mut seen) = self.seen.lock() else {
+            return;
+        };
+        if let Some((_, _, counter)) = seen.iter().find(|(c, k, _)| *k == code && same(c)) {
+            counter.inc();
+            return;
+        }
+        let counter = self
+            .family
+            .get_or_create(&RequestLabels {
+                listener: Name(self.listener.clone()),
+                route: Name(self.route.clone()),
+                cluster: Name(cluster.unwrap_or(empty).clone()),
+                model: Name(self.model.clone()),
+                code,
+            })
+            .clone();
+        counter.inc();
+        if seen.len() < ROUTE_SERIES_CACHED {
+            seen.push((cluster.cloned(), code, counter));
+        }
+    }
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {

@@ -11,7 +11,7 @@ use tower::retry::budget::TpsBudget;
 
 use crate::cluster::Cluster;
 use crate::descriptors::Descriptors;
-use crate::metrics::{ClusterLabels, Metrics, Name, RouteLabels};
+use crate::metrics::{ClusterLabels, Metrics, Name, RouteLabels, RouteRequests};
 use crate::router::Router;
 
 /// One loaded configuration, ready to serve.
@@ -63,6 +63,8 @@ pub struct RouteEntry {
     pub tensor_validator: Option<ferry_filters::tensor_check::TensorValidator>,
     /// `ferry_request_duration_seconds` of this route, registered once.
     pub duration: prometheus_client::metrics::histogram::Histogram,
+    /// `ferry_requests_total` of this route.
+    pub requests: RouteRequests,
 }
 
 /// A cluster name a route refers to was missing from the table (validation should have
@@ -123,6 +125,7 @@ impl Table {
                         &clusters,
                         duration,
                         descriptors.transcoder(&l.name, &r.name),
+                        (metrics, &name),
                     )?),
                 ));
             }
@@ -153,6 +156,7 @@ impl RouteEntry {
         clusters: &HashMap<String, Arc<Cluster>>,
         duration: prometheus_client::metrics::histogram::Histogram,
         transcoder: Option<ferry_filters::transcode::Transcoder>,
+        series: (&Metrics, &Arc<str>),
     ) -> Result<Self, UnknownCluster> {
         let mut targets = Vec::new();
         let mut total = 0u64;
@@ -176,12 +180,16 @@ impl RouteEntry {
                 p.budget_ratio as f32,
             )
         });
-        let model_label = match r.matcher.model.as_ref().map(|m| &m.name) {
+        let model_label: Arc<str> = match r.matcher.model.as_ref().map(|m| &m.name) {
             Some(StringMatch::Exact(name)) => name.as_str().into(),
             _ => "".into(),
         };
+        let name: Arc<str> = r.name.as_str().into();
+        let (metrics, listener) = series;
+        let requests =
+            RouteRequests::new(metrics, listener.clone(), name.clone(), model_label.clone());
         Ok(Self {
-            name: r.name.as_str().into(),
+            name,
             config: r.clone(),
             targets,
             total_weight: total,
@@ -194,6 +202,7 @@ impl RouteEntry {
                 r.translate.as_ref(),
             ),
             duration,
+            requests,
         })
     }
 

@@ -11,8 +11,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+mod h1;
 mod h2;
 
+pub use self::h1::H1Pool;
 pub use self::h2::H2Slot;
 use crate::body::{BoxError, ProxyBody};
 use crate::cluster::Endpoint;
@@ -56,10 +58,12 @@ pub enum SendError {
 #[derive(Debug, Clone)]
 pub struct UpstreamClient {
     protocol: UpstreamProtocol,
-    /// Endpoints are long-lived (not per-request destinations), so HTTP/2 rides the
-    /// endpoint's own connection.
-    direct_h2: bool,
+    /// Endpoints are long-lived (not per-request destinations), so requests ride the
+    /// endpoint's own connections; the pooled clients serve original-authority clusters,
+    /// whose endpoints are made per request.
+    direct: bool,
     connect_timeout: std::time::Duration,
+    idle_timeout: std::time::Duration,
     http1: Client<HttpConnector, ProxyBody>,
     h2: Client<HttpConnector, ProxyBody>,
 }
@@ -89,11 +93,12 @@ impl UpstreamClient {
             .http2_initial_connection_window_size(crate::listener::H2_CONN_WINDOW);
         Self {
             protocol: config.protocol,
-            direct_h2: !matches!(
+            direct: !matches!(
                 config.endpoints,
                 ferry_config::Endpoints::OriginalAuthority { .. }
             ),
             connect_timeout: config.connect_timeout,
+            idle_timeout: config.idle_timeout,
             http1: http1.build(connector.clone()),
             h2: h2.build(connector),
         }
@@ -120,8 +125,24 @@ impl UpstreamClient {
         wire: Wire,
     ) -> Result<Response<Incoming>, SendError> {
         let addr = endpoint.addr;
-        let direct = wire == Wire::H2 && self.direct_h2;
-        let authority = if direct {
+        let direct = self.direct;
+        if direct && wire == Wire::Http1 {
+            *req.version_mut() = Version::HTTP_11;
+            // A connection of our own writes the URI as given: origin-form, except CONNECT.
+            if req.method() != http::Method::CONNECT && req.uri().scheme().is_some() {
+                let path = req
+                    .uri()
+                    .path_and_query()
+                    .cloned()
+                    .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+                *req.uri_mut() = Uri::from(path);
+            }
+            return endpoint
+                .h1
+                .send(req, addr, self.connect_timeout, self.idle_timeout)
+                .await;
+        }
+        let authority = if direct && wire == Wire::H2 {
             original_authority(&req).unwrap_or_else(|| endpoint.authority.clone())
         } else {
             endpoint.authority.clone()

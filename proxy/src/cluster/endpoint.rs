@@ -19,6 +19,8 @@ pub struct Endpoint {
     pub addr: SocketAddr,
     /// The address as a URI authority, made once rather than per request.
     pub authority: http::uri::Authority,
+    /// The endpoint's HTTP/1.1 keep-alive connections.
+    pub h1: crate::upstream::H1Pool,
     /// The endpoint's HTTP/2 connection.
     pub h2: crate::upstream::H2Slot,
     in_flight: AtomicUsize,
@@ -55,6 +57,7 @@ impl Endpoint {
         Self {
             addr,
             authority,
+            h1: crate::upstream::H1Pool::default(),
             h2: crate::upstream::H2Slot::default(),
             in_flight: AtomicUsize::new(0),
             consecutive_failures: AtomicU32::new(0),

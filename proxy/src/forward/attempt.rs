@@ -107,9 +107,21 @@ impl Attempts<'_> {
         };
         let mut avoid = None;
         let mut attempt = 0u32;
+        let mut parts = Some(parts);
         loop {
             attempt += 1;
-            let req = rebuild(&parts, peeked.replay());
+            // The last possible attempt takes the head itself; only retries pay for a copy.
+            let req = match parts.take() {
+                Some(head) if attempt >= max_attempts => Request::from_parts(head, peeked.replay()),
+                Some(head) => {
+                    let req = rebuild(&head, peeked.replay());
+                    parts = Some(head);
+                    req
+                }
+                None => {
+                    return Err(Failure::BadGateway("no request head left to retry".into()));
+                }
+            };
             let result = self
                 .try_once(cluster, req, avoid, policy, forwarded, attempt)
                 .await;

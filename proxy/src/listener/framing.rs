@@ -113,11 +113,19 @@ impl<T> FramingGuard<T> {
                         if bytes.is_empty() {
                             return;
                         }
+                        // The common case: the whole head arrived in this read. Judge it in
+                        // place; copying it first was the guard's main per-request cost.
+                        if let Some(pos) = memchr::memmem::find(bytes, b"\r\n\r\n") {
+                            let (head, rest) = bytes.split_at(pos + 4);
+                            bytes = rest;
+                            self.state = self.after_head(head);
+                            continue;
+                        }
                     }
                     let before = buf.len();
                     buf.extend_from_slice(bytes);
                     let from = before.saturating_sub(3);
-                    let Some(pos) = find(&buf[from..], b"\r\n\r\n") else {
+                    let Some(pos) = memchr::memmem::find(&buf[from..], b"\r\n\r\n") else {
                         if buf.len() > MAX_HEAD {
                             self.state = State::Off;
                         }
@@ -192,39 +200,43 @@ impl<T> FramingGuard<T> {
     }
 
     /// Judges one complete head and returns the framing state for its body.
+    ///
+    /// Works on bytes: only the three framing headers matter, so lines are split with memchr
+    /// and names compared case-insensitively without building strings.
     fn after_head(&mut self, head: &[u8]) -> State {
         let ordinal = self.heads;
         self.heads += 1;
         if head.starts_with(b"PRI * HTTP/2.0") {
             return State::Off;
         }
-        let text = String::from_utf8_lossy(head);
-        let mut lines = text.split("\r\n");
-        let request_line = lines.next().unwrap_or("");
-        let mut content_lengths = Vec::new();
+        let mut lines = head.split(|&b| b == b'\n');
+        let request_line = lines.next().unwrap_or_default();
+        let mut content_lengths = 0usize;
+        let mut content_length: Option<&[u8]> = None;
         let mut transfer_encoding = false;
-        let mut upgrade = request_line.starts_with("CONNECT ");
+        let mut upgrade = request_line.starts_with(b"CONNECT ");
         for line in lines {
-            let Some((name, value)) = line.split_once(':') else {
+            let Some(colon) = memchr::memchr(b':', line) else {
                 continue;
             };
-            let name = name.trim();
-            if name.eq_ignore_ascii_case("content-length") {
-                content_lengths.push(value.trim().to_owned());
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            let name = line[..colon].trim_ascii();
+            if name.eq_ignore_ascii_case(b"content-length") {
+                content_lengths += 1;
+                content_length.get_or_insert(line[colon + 1..].trim_ascii());
+            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
                 transfer_encoding = true;
-            } else if name.eq_ignore_ascii_case("upgrade") {
+            } else if name.eq_ignore_ascii_case(b"upgrade") {
                 upgrade = true;
             }
         }
-        if transfer_encoding && !content_lengths.is_empty() {
+        if transfer_encoding && content_lengths > 0 {
             self.verdicts.flag(
                 ordinal,
                 "both Content-Length and Transfer-Encoding are present",
             );
             return State::Off;
         }
-        if content_lengths.len() > 1 {
+        if content_lengths > 1 {
             self.verdicts.flag(ordinal, "duplicate Content-Length");
             return State::Off;
         }
@@ -234,16 +246,25 @@ impl<T> FramingGuard<T> {
         if transfer_encoding {
             return State::ChunkSize(Vec::new());
         }
-        match content_lengths.first().map(|v| v.parse::<u64>()) {
-            Some(Ok(0)) | None => State::Head(Vec::new()),
-            Some(Ok(n)) => State::Fixed(n),
-            Some(Err(_)) => State::Off,
+        match content_length.map(parse_decimal) {
+            Some(Some(0)) | None => State::Head(Vec::new()),
+            Some(Some(n)) => State::Fixed(n),
+            Some(None) => State::Off,
         }
     }
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+/// A Content-Length value: ASCII digits only (no sign, no spaces), without overflow.
+fn parse_decimal(v: &[u8]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.iter().try_fold(0u64, |n, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    })
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for FramingGuard<T> {
