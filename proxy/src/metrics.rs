@@ -66,6 +66,9 @@ pub struct ListenerLabels {
     pub listener: Name,
 }
 
+/// (cluster, status code) → the counter of that series.
+type SeenSeries = (Option<Arc<str>>, u16, Counter);
+
 /// Series kept per route before new (cluster, code) pairs go straight to the family.
 const ROUTE_SERIES_CACHED: usize = 32;
 
@@ -78,7 +81,7 @@ pub struct RouteRequests {
     route: Arc<str>,
     model: Arc<str>,
     family: Family<RequestLabels, Counter>,
-    seen: std::sync::Mutex<Vec<(Option<Arc<str>>, u16, Counter)>>,
+    seen: std::sync::Mutex<Vec<SeenSeries>>,
 }
 
 // === impl RouteRequests ===
