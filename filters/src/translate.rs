@@ -18,6 +18,7 @@
 //! RESOURCE_EXHAUSTED; an unknown endpoint 404 / UNIMPLEMENTED; upstream errors map by the
 //! table in [`http_for_grpc`] / [`grpc_for_http`], with `{"error": "<message>"}` for REST.
 
+mod answer_stream;
 mod binary_probe;
 mod body;
 mod datatype;

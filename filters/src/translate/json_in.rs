@@ -326,6 +326,16 @@ impl<'b> Sink<'b> {
         Ok(())
     }
 
+    #[inline]
+    fn push_f32(&mut self, v: f32) -> Result<(), &'static str> {
+        if !self.budget.charge(4) {
+            return Err("decoded tensor data exceeds the limit");
+        }
+        self.count += 1;
+        self.contents.fp32_contents.push(v);
+        Ok(())
+    }
+
     fn push_f64(&mut self, v: f64) -> Result<(), String> {
         match self.dt {
             None => {
@@ -429,16 +439,20 @@ fn data_fp32(r: &mut Reader<'_>, sink: &mut Sink<'_>) -> Result<(), String> {
         if r.peek() == Some(b'[') {
             return data_fp32(r, sink);
         }
-        let n = r.number()?;
-        match n.to_f32() {
-            Some(v) if sink.budget.charge(4) => {
-                sink.count += 1;
-                sink.contents.fp32_contents.push(v);
-                Ok(())
+        let v = match r.f32_fast() {
+            Some(v) => v,
+            None => {
+                let n = r.number()?;
+                n.to_f32()
+                    .ok_or_else(|| r.error(format!("invalid number {n:?}")))?
             }
-            Some(_) => Err(r.error("decoded tensor data exceeds the limit")),
-            None => Err(r.error(format!("invalid number {n:?}"))),
+        };
+        sink.push_f32(v).map_err(|e| r.error(e))?;
+        // The rest of a flat run of short numbers, without the generic array walk.
+        while let Some(v) = r.next_f32_fast() {
+            sink.push_f32(v).map_err(|e| r.error(e))?;
         }
+        Ok(())
     })
 }
 

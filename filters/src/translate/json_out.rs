@@ -133,6 +133,30 @@ pub(crate) fn tensor(
     p: &HashMap<String, InferParameter>,
     data: DataRef<'_>,
 ) -> Result<(), String> {
+    match data {
+        DataRef::Binary(size) => tensor_head(buf, name, dt, shape_dims, p, Some(size)),
+        other => {
+            tensor_head(buf, name, dt, shape_dims, p, None);
+            // Estimate: a few bytes of text per element, reserved once instead of regrown.
+            buf.reserve(element_count(dt, &other).saturating_mul(3));
+            array_part(buf, dt, &other, &mut ArrayCursor::default(), usize::MAX)?;
+        }
+    }
+    buf.push(b'}');
+    Ok(())
+}
+
+/// Appends a tensor object up to its values: with `binary` (a section of that many bytes) the
+/// whole object but its closing `}`; without, everything up to and including `"data":`, for
+/// [`array_part`] to continue.
+pub(crate) fn tensor_head(
+    buf: &mut Vec<u8>,
+    name: &str,
+    dt: DataType,
+    shape_dims: &[i64],
+    p: &HashMap<String, InferParameter>,
+    binary: Option<usize>,
+) {
     buf.push(b'{');
     key(buf, "name", true);
     string(buf, name);
@@ -140,12 +164,12 @@ pub(crate) fn tensor(
     string(buf, dt.as_str());
     key(buf, "shape", false);
     shape(buf, shape_dims);
-    match data {
-        DataRef::Binary(size) => {
+    match binary {
+        Some(size) => {
             key(buf, "parameters", false);
             params(buf, p, Some(("binary_data_size", size)));
         }
-        other => {
+        None => {
             // An upstream may tag tensors with its own transport's `binary_data_size` (KServe
             // does for raw gRPC outputs); on a JSON tensor it would tell the caller to look for
             // a binary section that is not there.
@@ -154,30 +178,93 @@ pub(crate) fn tensor(
                 params(buf, p, None);
             }
             key(buf, "data", false);
-            match other {
-                DataRef::Raw(bytes) => raw_data(buf, dt, bytes)?,
-                DataRef::Contents(c) => contents_data(buf, dt, c)?,
-                DataRef::Binary(_) => {}
-            }
         }
     }
-    buf.push(b'}');
-    Ok(())
 }
 
-fn list<T>(
+/// Where [`array_part`] resumes a `data` array.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ArrayCursor {
+    /// The next element's index; for raw BYTES, the next element's byte offset.
+    next: usize,
+    opened: bool,
+}
+
+fn element_count(dt: DataType, data: &DataRef<'_>) -> usize {
+    match data {
+        DataRef::Raw(bytes) => bytes.len() / dt.size().unwrap_or(8),
+        DataRef::Contents(c) => raw::contents_count(dt, c),
+        DataRef::Binary(_) => 0,
+    }
+}
+
+/// Whether `data` can be written as a JSON array of `dt` (what [`array_part`] would fail on,
+/// checked up front): not for FP16/BF16, a raw tensor that is not whole elements, or BYTES
+/// that are malformed or not UTF-8. A streamed answer decides this before its headers.
+pub(crate) fn has_json_form(dt: DataType, data: &DataRef<'_>) -> bool {
+    if !dt.has_typed_form() {
+        return false;
+    }
+    match (data, dt.size()) {
+        (DataRef::Raw(bytes), Some(size)) => bytes.len().is_multiple_of(size),
+        (DataRef::Raw(bytes), None) => {
+            raw::bytes_elements(bytes).all(|e| e.is_ok_and(|e| std::str::from_utf8(e).is_ok()))
+        }
+        (DataRef::Contents(c), _) if dt == DataType::Bytes => c
+            .bytes_contents
+            .iter()
+            .all(|e| std::str::from_utf8(e).is_ok()),
+        (DataRef::Contents(_), _) => true,
+        (DataRef::Binary(_), _) => false,
+    }
+}
+
+/// Appends the `data` array from `cursor` on: its `[` first time, then elements until `buf`
+/// holds at least `until` bytes or the array ends, then its `]`. True once the array is
+/// complete. `until = usize::MAX` writes it whole; a bounded `until` lets a streamed answer
+/// encode one chunk at a time with no copy of the whole text.
+pub(crate) fn array_part(
+    buf: &mut Vec<u8>,
+    dt: DataType,
+    data: &DataRef<'_>,
+    cursor: &mut ArrayCursor,
+    until: usize,
+) -> Result<bool, String> {
+    if !cursor.opened {
+        buf.push(b'[');
+        cursor.opened = true;
+    }
+    let done = match data {
+        DataRef::Raw(bytes) => raw_part(buf, dt, bytes, &mut cursor.next, until)?,
+        DataRef::Contents(c) => contents_part(buf, dt, c, &mut cursor.next, until)?,
+        DataRef::Binary(_) => true,
+    };
+    if done {
+        buf.push(b']');
+    }
+    Ok(done)
+}
+
+/// Writes `items` (already advanced to index `*next`) until `buf` reaches `until`; true when
+/// they run out.
+fn run<T>(
     buf: &mut Vec<u8>,
     items: impl Iterator<Item = T>,
+    next: &mut usize,
+    until: usize,
     mut each: impl FnMut(&mut Vec<u8>, T),
-) {
-    buf.push(b'[');
-    for (i, item) in items.enumerate() {
-        if i > 0 {
+) -> bool {
+    for item in items {
+        if buf.len() >= until {
+            return false;
+        }
+        if *next > 0 {
             buf.push(b',');
         }
         each(buf, item);
+        *next += 1;
     }
-    buf.push(b']');
+    true
 }
 
 fn bytes_elem(buf: &mut Vec<u8>, e: &[u8]) -> Result<(), String> {
@@ -187,113 +274,138 @@ fn bytes_elem(buf: &mut Vec<u8>, e: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// Appends a JSON array from a raw tensor.
-pub(crate) fn raw_data(buf: &mut Vec<u8>, dt: DataType, bytes: &[u8]) -> Result<(), String> {
-    let size = dt.size().unwrap_or(1);
-    if dt.size().is_some() && !bytes.len().is_multiple_of(size) {
+/// [`array_part`] over a raw tensor.
+fn raw_part(
+    buf: &mut Vec<u8>,
+    dt: DataType,
+    bytes: &[u8],
+    next: &mut usize,
+    until: usize,
+) -> Result<bool, String> {
+    let Some(size) = dt.size() else {
+        // BYTES: variable-length elements, so the cursor is a byte offset.
+        let rest = bytes.get(*next..).unwrap_or_default();
+        for e in raw::bytes_elements(rest) {
+            if buf.len() >= until {
+                return Ok(false);
+            }
+            let e = e?;
+            if *next > 0 {
+                buf.push(b',');
+            }
+            bytes_elem(buf, e)?;
+            *next += 4 + e.len();
+        }
+        return Ok(true);
+    };
+    if !bytes.len().is_multiple_of(size) {
         return Err(format!(
             "raw {} tensor of {} bytes",
             dt.as_str(),
             bytes.len()
         ));
     }
-    let chunks = bytes.chunks_exact(size);
     let mut f = CompactFormatter;
-    // Estimate: ~12 bytes of text per element, reserved once instead of regrown.
-    buf.reserve(bytes.len() / size * 12 / 4);
-    match dt {
-        DataType::Bool => list(buf, chunks, |b, c| {
+    let chunks = bytes.chunks_exact(size).skip(*next);
+    let n = next;
+    Ok(match dt {
+        DataType::Bool => run(buf, chunks, n, until, |b, c| {
             let _ = f.write_bool(b, c[0] != 0);
         }),
-        DataType::Int8 => list(buf, chunks, |b, c| {
+        DataType::Int8 => run(buf, chunks, n, until, |b, c| {
             let _ = f.write_i8(b, c[0] as i8);
         }),
-        DataType::Int16 => list(buf, chunks, |b, c| {
+        DataType::Int16 => run(buf, chunks, n, until, |b, c| {
             let _ = f.write_i16(b, i16::from_le_bytes([c[0], c[1]]));
         }),
-        DataType::Int32 => list(buf, chunks, |b, c| {
+        DataType::Int32 => run(buf, chunks, n, until, |b, c| {
             let _ = f.write_i32(b, i32::from_le_bytes(raw::arr4(c)));
         }),
-        DataType::Int64 => list(buf, chunks, |b, c| {
+        DataType::Int64 => run(buf, chunks, n, until, |b, c| {
             let _ = f.write_i64(b, i64::from_le_bytes(raw::arr8(c)));
         }),
-        DataType::Uint8 => list(buf, chunks, |b, c| {
+        DataType::Uint8 => run(buf, chunks, n, until, |b, c| {
             let _ = f.write_u8(b, c[0]);
         }),
-        DataType::Uint16 => list(buf, chunks, |b, c| {
+        DataType::Uint16 => run(buf, chunks, n, until, |b, c| {
             let _ = f.write_u16(b, u16::from_le_bytes([c[0], c[1]]));
         }),
-        DataType::Uint32 => list(buf, chunks, |b, c| {
+        DataType::Uint32 => run(buf, chunks, n, until, |b, c| {
             let _ = f.write_u32(b, u32::from_le_bytes(raw::arr4(c)));
         }),
-        DataType::Uint64 => list(buf, chunks, |b, c| {
+        DataType::Uint64 => run(buf, chunks, n, until, |b, c| {
             let _ = f.write_u64(b, u64::from_le_bytes(raw::arr8(c)));
         }),
-        DataType::Fp32 => list(buf, chunks, |b, c| {
+        DataType::Fp32 => run(buf, chunks, n, until, |b, c| {
             float32(b, f32::from_le_bytes(raw::arr4(c)))
         }),
-        DataType::Fp64 => list(buf, chunks, |b, c| {
+        DataType::Fp64 => run(buf, chunks, n, until, |b, c| {
             float64(b, f64::from_le_bytes(raw::arr8(c)))
         }),
-        DataType::Bytes => {
-            buf.push(b'[');
-            for (i, e) in raw::bytes_elements(bytes).enumerate() {
-                if i > 0 {
-                    buf.push(b',');
-                }
-                bytes_elem(buf, e?)?;
-            }
-            buf.push(b']');
-        }
-        DataType::Fp16 | DataType::Bf16 => {
+        DataType::Bytes | DataType::Fp16 | DataType::Bf16 => {
             return Err(format!("{} has no JSON form", dt.as_str()));
         }
-    }
-    Ok(())
+    })
 }
 
-/// Appends a JSON array from typed contents.
-pub(crate) fn contents_data(
+/// [`array_part`] over typed contents.
+fn contents_part(
     buf: &mut Vec<u8>,
     dt: DataType,
     c: &InferTensorContents,
-) -> Result<(), String> {
+    next: &mut usize,
+    until: usize,
+) -> Result<bool, String> {
     let mut f = CompactFormatter;
-    match dt {
-        DataType::Bool => list(buf, c.bool_contents.iter(), |b, v| {
+    let from = *next;
+    let n = next;
+    Ok(match dt {
+        DataType::Bool => run(buf, c.bool_contents.iter().skip(from), n, until, |b, v| {
             let _ = f.write_bool(b, *v);
         }),
         DataType::Int8 | DataType::Int16 | DataType::Int32 => {
-            list(buf, c.int_contents.iter(), |b, v| {
+            run(buf, c.int_contents.iter().skip(from), n, until, |b, v| {
                 let _ = f.write_i32(b, *v);
             })
         }
-        DataType::Int64 => list(buf, c.int64_contents.iter(), |b, v| {
+        DataType::Int64 => run(buf, c.int64_contents.iter().skip(from), n, until, |b, v| {
             let _ = f.write_i64(b, *v);
         }),
         DataType::Uint8 | DataType::Uint16 | DataType::Uint32 => {
-            list(buf, c.uint_contents.iter(), |b, v| {
+            run(buf, c.uint_contents.iter().skip(from), n, until, |b, v| {
                 let _ = f.write_u32(b, *v);
             })
         }
-        DataType::Uint64 => list(buf, c.uint64_contents.iter(), |b, v| {
-            let _ = f.write_u64(b, *v);
+        DataType::Uint64 => run(
+            buf,
+            c.uint64_contents.iter().skip(from),
+            n,
+            until,
+            |b, v| {
+                let _ = f.write_u64(b, *v);
+            },
+        ),
+        DataType::Fp32 => run(buf, c.fp32_contents.iter().skip(from), n, until, |b, v| {
+            float32(b, *v)
         }),
-        DataType::Fp32 => list(buf, c.fp32_contents.iter(), |b, v| float32(b, *v)),
-        DataType::Fp64 => list(buf, c.fp64_contents.iter(), |b, v| float64(b, *v)),
+        DataType::Fp64 => run(buf, c.fp64_contents.iter().skip(from), n, until, |b, v| {
+            float64(b, *v)
+        }),
         DataType::Bytes => {
-            buf.push(b'[');
-            for (i, e) in c.bytes_contents.iter().enumerate() {
-                if i > 0 {
+            for e in c.bytes_contents.iter().skip(from) {
+                if buf.len() >= until {
+                    return Ok(false);
+                }
+                if *n > 0 {
                     buf.push(b',');
                 }
                 bytes_elem(buf, e)?;
+                *n += 1;
             }
-            buf.push(b']');
+            true
         }
         DataType::Fp16 | DataType::Bf16 => {
             return Err(format!("{} has no JSON form", dt.as_str()));
         }
-    }
-    Ok(())
+    })
 }

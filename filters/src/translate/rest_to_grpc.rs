@@ -8,6 +8,7 @@ use bytes::Bytes;
 use prost::Message;
 use serde_json::json;
 
+use super::answer_stream::{self, AnswerStream, StartedAnswer, StreamBody};
 use super::datatype::DataType;
 use super::endpoint::{Endpoint, Rpc};
 use super::error::TranslateError;
@@ -41,6 +42,15 @@ pub(crate) struct RestAnswer {
 // === impl OutputPlan ===
 
 impl OutputPlan {
+    /// A plan asking every output in one form (tests).
+    #[cfg(test)]
+    pub(crate) fn all(binary: bool) -> Self {
+        OutputPlan {
+            binary_default: binary,
+            per_output: Vec::new(),
+        }
+    }
+
     fn binary_for(&self, name: &str) -> bool {
         self.per_output
             .iter()
@@ -201,7 +211,7 @@ pub(crate) fn response(
     ep: &Endpoint,
     message: Bytes,
     plan: &OutputPlan,
-) -> Result<RestAnswer, TranslateError> {
+) -> Result<InferAnswer, TranslateError> {
     let undecodable = |e: prost::DecodeError| {
         TranslateError::BadUpstream(format!("{} response: {e}", ep.rpc.method_name()))
     };
@@ -214,7 +224,7 @@ pub(crate) fn response(
         json: value.to_string().into_bytes(),
         sections: Vec::new(),
     };
-    Ok(match ep.rpc {
+    Ok(InferAnswer::Whole(match ep.rpc {
         Rpc::ServerLive => {
             let live = pb::ServerLiveResponse::decode(message)
                 .map_err(undecodable)?
@@ -265,12 +275,66 @@ pub(crate) fn response(
         }
         Rpc::ModelInfer => {
             let m = pb::ModelInferResponse::decode(message).map_err(undecodable)?;
-            infer_response(m, plan)?
+            return infer_answer(m, plan);
         }
-    })
+    }))
 }
 
-/// `ModelInferResponse` → REST JSON, outputs in JSON or binary as the caller asked.
+/// A REST infer answer: whole, or JSON streamed as it is encoded.
+#[derive(Debug)]
+pub(crate) enum InferAnswer {
+    Whole(RestAnswer),
+    Streaming(StreamBody),
+}
+
+/// `ModelInferResponse` → REST answer: streamed when every output goes as JSON `data` and
+/// the JSON is longer than one chunk (see [`answer_stream`]), whole otherwise.
+pub(crate) fn infer_answer(
+    m: pb::ModelInferResponse,
+    plan: &OutputPlan,
+) -> Result<InferAnswer, TranslateError> {
+    let all_json_asked = m.outputs.iter().all(|o| !plan.binary_for(&o.name));
+    let raw_matches =
+        m.raw_output_contents.is_empty() || m.raw_output_contents.len() == m.outputs.len();
+    if !all_json_asked || !raw_matches {
+        return infer_response(m, plan).map(InferAnswer::Whole);
+    }
+    let dts = answer_stream::output_datatypes(&m)?;
+    match AnswerStream::new(m, dts) {
+        Ok(stream) => Ok(match stream.start()? {
+            StartedAnswer::Whole(json) => InferAnswer::Whole(RestAnswer {
+                status: http::StatusCode::OK,
+                json: json.into(),
+                sections: Vec::new(),
+            }),
+            StartedAnswer::Streaming(body) => InferAnswer::Streaming(body),
+        }),
+        // Some output must fall back to a binary section: the answer's headers depend on it.
+        Err(stream) => infer_response(stream.into_inner(), plan).map(InferAnswer::Whole),
+    }
+}
+
+/// Appends an infer answer's opening: `{"model_name":…,"model_version":…,"id":…,
+/// "parameters":…,"outputs":[`.
+pub(crate) fn answer_head(buf: &mut Vec<u8>, m: &pb::ModelInferResponse) {
+    buf.push(b'{');
+    json_out::key(buf, "model_name", true);
+    json_out::string(buf, &m.model_name);
+    if !m.model_version.is_empty() {
+        json_out::key(buf, "model_version", false);
+        json_out::string(buf, &m.model_version);
+    }
+    json_out::key(buf, "id", false);
+    json_out::string(buf, &m.id);
+    if !m.parameters.is_empty() {
+        json_out::key(buf, "parameters", false);
+        json_out::params(buf, &m.parameters, None);
+    }
+    json_out::key(buf, "outputs", false);
+    buf.push(b'[');
+}
+
+/// `ModelInferResponse` → REST JSON, outputs in JSON or binary as the caller asked, built whole.
 pub(crate) fn infer_response(
     m: pb::ModelInferResponse,
     plan: &OutputPlan,
@@ -278,21 +342,7 @@ pub(crate) fn infer_response(
     let bad = TranslateError::BadUpstream;
     let mut buf = Vec::with_capacity(256);
     let mut sections = Vec::new();
-    buf.push(b'{');
-    json_out::key(&mut buf, "model_name", true);
-    json_out::string(&mut buf, &m.model_name);
-    if !m.model_version.is_empty() {
-        json_out::key(&mut buf, "model_version", false);
-        json_out::string(&mut buf, &m.model_version);
-    }
-    json_out::key(&mut buf, "id", false);
-    json_out::string(&mut buf, &m.id);
-    if !m.parameters.is_empty() {
-        json_out::key(&mut buf, "parameters", false);
-        json_out::params(&mut buf, &m.parameters, None);
-    }
-    json_out::key(&mut buf, "outputs", false);
-    buf.push(b'[');
+    answer_head(&mut buf, &m);
     let use_raw = !m.raw_output_contents.is_empty();
     if use_raw && m.raw_output_contents.len() != m.outputs.len() {
         return Err(bad(format!(

@@ -20,7 +20,7 @@ use super::error::{TranslateError, code, http_for_grpc};
 use super::grpc_message::{percent_decode, percent_encode};
 use super::grpc_to_rest::{self, GrpcPlan};
 use super::pb::SERVICE_PATH;
-use super::rest_to_grpc::{self, OutputPlan};
+use super::rest_to_grpc::{self, InferAnswer, OutputPlan};
 use super::{BoxError, ChunksBody, Direction, TranslateBody, TranslateSettings};
 
 /// The binary extension's header: length of the JSON part of the body.
@@ -416,7 +416,18 @@ async fn rest_response(
         });
     }
     let message = super::grpc_frame::unframe(&bytes).map_err(TranslateError::BadUpstream)?;
-    let answer = rest_to_grpc::response(ep, message, plan)?;
+    let answer = match rest_to_grpc::response(ep, message, plan)? {
+        InferAnswer::Whole(answer) => answer,
+        InferAnswer::Streaming(body) => {
+            // Long all-JSON answers go out as they are encoded, with no Content-Length
+            // (answer_stream says why).
+            let mut out = Response::new(body.map_err(BoxError::from).boxed_unsync());
+            let headers = out.headers_mut();
+            copy_headers(&parts.headers, headers);
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            return Ok(out);
+        }
+    };
     let mut chunks = VecDeque::with_capacity(1 + answer.sections.len());
     let json_len = answer.json.len();
     let binary = !answer.sections.is_empty();

@@ -1,6 +1,7 @@
 //! Unit and golden tests for the OIP mapping, driven through [`Translator`] with in-memory
 //! upstreams; the property test round-trips REST → gRPC → REST for every datatype.
 
+mod answer_stream;
 mod grpc_to_rest;
 mod proptests;
 mod rest_to_grpc;

@@ -36,6 +36,10 @@ def tensors():
         "bool": ("BOOL", np.array([True, False, True], dtype=np.bool_)),
         "fp16": ("FP16", np.array([0.5, -1.0, 65504.0], dtype=np.float16)),
         "bytes": ("BYTES", np.array([b"ab", b"xyz", b""], dtype=np.object_)),
+        # Its JSON answer (~400 KB) is far over ferry's 64 KiB chunk, so a REST caller gets it
+        # streamed (chunked, no Content-Length).
+        "fp32_large": ("FP32", (np.arange(50_000, dtype=np.float32) * np.float32(-0.37))
+                       .reshape(1, 50_000)),
     }
 
 
@@ -112,7 +116,7 @@ def main():
         return normalise(r, [n for n, _ in items])
 
     t = tensors()
-    for key in ["fp32", "int64", "bool", "fp16", "bytes"]:
+    for key in ["fp32", "int64", "bool", "fp16", "bytes", "fp32_large"]:
         run("infer_" + key, lambda key=key: infer("echo", [(key, t[key])]))
     run("infer_mixed", lambda: infer("echo", [("a", t["fp32"]), ("b", t["int64"]), ("c", t["bytes"])]))
     run("infer_unknown_model", lambda: infer("nope", [("a", t["fp32"])]))

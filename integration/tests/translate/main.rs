@@ -108,6 +108,19 @@ fn assert_same(direct: &Value, via: &Value, skip: &[&str]) {
         via["infer_mixed"]["c"]["data"],
         serde_json::json!(["ab", "xyz", ""])
     );
+    // Long enough that a REST caller's answer is streamed in chunks (no Content-Length).
+    let large = &via["infer_fp32_large"]["fp32_large"];
+    assert_eq!(
+        large["shape"],
+        serde_json::json!([1, 50_000]),
+        "{}",
+        via["infer_fp32_large"]
+    );
+    assert_eq!(large["data"].as_array().map(Vec::len), Some(50_000));
+    assert_eq!(
+        large["data"][49_999],
+        serde_json::json!(49_999.0_f32 * -0.37_f32)
+    );
 }
 
 async fn ferry_one_liner(upstream: SocketAddr, direction: &str) -> anyhow::Result<Ferry> {

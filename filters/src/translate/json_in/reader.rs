@@ -6,6 +6,8 @@
 //! element type it needs (an FP32 token into `f32` directly, no `f64` detour and no double
 //! rounding). Nesting is bounded, so hostile input cannot exhaust the stack.
 
+mod fast_number;
+
 use std::borrow::Cow;
 
 /// Deepest nesting accepted (serde_json's own default is 128).
@@ -58,18 +60,7 @@ impl Num<'_> {
     /// (Eisel-Lemire with a slow-path fallback). Never through `f64`, so no double rounding.
     pub(crate) fn to_f32(self) -> Option<f32> {
         match self {
-            Num::Int(d) | Num::Float(d) => {
-                if d.exact && d.mantissa <= 1 << 24 && (-10..=10).contains(&d.exp10) {
-                    let m = d.mantissa as f32;
-                    let p = F32_POW10[d.exp10.unsigned_abs() as usize];
-                    let v = if d.exp10 < 0 { m / p } else { m * p };
-                    return Some(if d.negative { -v } else { v });
-                }
-                if let Some(v) = d.f64_fast().and_then(narrow_exactly) {
-                    return Some(if d.negative { -v } else { v });
-                }
-                d.text().parse().ok()
-            }
+            Num::Int(d) | Num::Float(d) => d.f32_fast().or_else(|| d.text().parse().ok()),
             Num::NonFinite(v) => Some(v as f32),
         }
     }
@@ -89,6 +80,7 @@ impl Num<'_> {
 /// `v` (a correctly rounded `f64`) as `f32`, when that is also the correctly rounded `f32` of
 /// the decimal: always, unless `v` sits exactly on the midpoint of two `f32`s (then the
 /// decimal may lie on either side of it) or outside the normal `f32` range.
+#[inline]
 fn narrow_exactly(v: f64) -> Option<f32> {
     let normal = v == 0.0 || (f64::from(f32::MIN_POSITIVE)..=f64::from(f32::MAX)).contains(&v);
     // The 29 low mantissa bits f32 drops: exactly half of its last place is a midpoint.
@@ -99,8 +91,23 @@ fn narrow_exactly(v: f64) -> Option<f32> {
 // === impl Dec ===
 
 impl<'a> Dec<'a> {
+    /// As `f32` by the fast paths only: Clinger's in `f32` (an exact mantissa and power of
+    /// ten, one rounding), else Clinger's in `f64` narrowed when that cannot double-round.
+    #[inline]
+    fn f32_fast(&self) -> Option<f32> {
+        if self.exact && self.mantissa <= 1 << 24 && (-10..=10).contains(&self.exp10) {
+            let m = self.mantissa as f32;
+            let p = F32_POW10[self.exp10.unsigned_abs() as usize];
+            let v = if self.exp10 < 0 { m / p } else { m * p };
+            return Some(if self.negative { -v } else { v });
+        }
+        let v = self.f64_fast().and_then(narrow_exactly)?;
+        Some(if self.negative { -v } else { v })
+    }
+
     /// The magnitude as `f64` by Clinger's fast path (exact mantissa and power of ten, one
     /// correctly rounded operation), if it applies.
+    #[inline]
     fn f64_fast(&self) -> Option<f64> {
         if self.exact && self.mantissa <= 1 << 53 && (-22..=22).contains(&self.exp10) {
             let m = self.mantissa as f64;
@@ -169,6 +176,7 @@ impl<'a> Reader<'a> {
         format!("{msg} at line {line} column {col}")
     }
 
+    #[inline]
     fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.buf.get(self.pos) {
             self.pos += 1;
@@ -329,6 +337,14 @@ impl<'a> Reader<'a> {
         }
         let start = self.pos;
         let b = self.buf;
+        if let Some(s) = fast_number::scan(b, start) {
+            self.pos = s.end;
+            return Ok(if s.float {
+                Num::Float(s.dec)
+            } else {
+                Num::Int(s.dec)
+            });
+        }
         let mut i = start;
         let negative = b.get(i) == Some(&b'-');
         if negative {
@@ -441,139 +457,4 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_strings_and_nesting() {
-        let mut r = Reader::new(
-            br#" [1, -2.5e3, NaN, -Infinity, Infinity, "a\"b", "c", {"k": [true, null]}] "#,
-        );
-        let mut got = Vec::new();
-        r.array(|r| {
-            match r.peek() {
-                Some(b'"') => got.push(format!("s:{}", r.string()?)),
-                Some(b'{') => {
-                    r.skip()?;
-                    got.push("obj".into());
-                }
-                _ => got.push(match r.number()? {
-                    Num::Int(d) => format!("int:{}", d.text()),
-                    Num::Float(d) => format!("float:{}", d.text()),
-                    Num::NonFinite(v) => format!("{v}"),
-                }),
-            }
-            Ok(())
-        })
-        .unwrap();
-        r.end().unwrap();
-        assert_eq!(
-            got,
-            [
-                "int:1",
-                "float:-2.5e3",
-                "NaN",
-                "-inf",
-                "inf",
-                "s:a\"b",
-                "s:c",
-                "obj"
-            ]
-        );
-    }
-
-    #[test]
-    fn malformed_input_is_an_error_not_a_panic() {
-        for bad in [
-            &b"[01]"[..],
-            b"[1.]",
-            b"[1e]",
-            b"[-]",
-            b"[\"abc",
-            b"[\"\\",
-            b"[1,]",
-            b"{\"a\" 1}",
-            b"[nul]",
-            b"",
-        ] {
-            let mut r = Reader::new(bad);
-            assert!(r.skip().and_then(|()| r.end()).is_err(), "{bad:?}");
-        }
-        let deep = "[".repeat(10_000);
-        assert!(Reader::new(deep.as_bytes()).skip().is_err());
-    }
-
-    #[test]
-    fn float_tokens_round_correctly_to_f32() {
-        // Just above the midpoint of 1.0 and the next f32: via f64 it would round to the
-        // midpoint exactly and then, ties to even, down to 1.0.
-        let mut r = Reader::new(b"0.1");
-        assert_eq!(r.number().unwrap().to_f32(), Some(0.1f32));
-        let mut r = Reader::new(b"1.00000005960464477539062500000000001");
-        assert_eq!(r.number().unwrap().to_f32(), Some(1.000_000_1_f32));
-    }
-
-    #[test]
-    fn fast_and_slow_paths_agree_with_std() {
-        let cases = [
-            "0",
-            "-0",
-            "1",
-            "-723.456",
-            "999.999",
-            "0.1",
-            "16777216",
-            "16777217",
-            "3.4e38",
-            "1e-45",
-            "123456789012345678901234",
-            "0.30000000000000004",
-            "-1.5e-7",
-            "2.5E+3",
-            "1e10",
-            "1e11",
-            "9007199254740993",
-            "12345678.9",
-            "0.000001",
-        ];
-        for text in cases {
-            let n = Reader::new(text.as_bytes()).number().unwrap();
-            assert_eq!(n.to_f32(), text.parse::<f32>().ok(), "{text} as f32");
-            assert_eq!(n.to_f64(), text.parse::<f64>().ok(), "{text} as f64");
-        }
-        let int = |t: &str| match Reader::new(t.as_bytes()).number().unwrap() {
-            Num::Int(d) => (d.as_i64(), d.as_u64()),
-            _ => panic!("{t} is an integer"),
-        };
-        assert_eq!(int("-9223372036854775808"), (Some(i64::MIN), None));
-        assert_eq!(int("18446744073709551615"), (None, Some(u64::MAX)));
-        assert_eq!(int("18446744073709551616"), (None, None));
-        assert_eq!(int("-0"), (Some(0), None));
-    }
-
-    #[test]
-    fn fast_paths_match_std_on_many_decimals() {
-        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for _ in 0..200_000 {
-            let r = next();
-            let digits = r % 10_u64.pow((r >> 60) as u32 % 17 + 1);
-            let scale = (r >> 40) % 40;
-            let text = match (r >> 32) % 3 {
-                0 => format!("{digits}e-{scale}"),
-                1 => format!("-{digits}e{}", scale % 12),
-                _ => format!("{}", f32::from_bits((r >> 8) as u32 & 0x7f7f_ffff)),
-            };
-            let Ok(n) = Reader::new(text.as_bytes()).number() else {
-                continue;
-            };
-            assert_eq!(n.to_f32(), text.parse::<f32>().ok(), "{text} as f32");
-            assert_eq!(n.to_f64(), text.parse::<f64>().ok(), "{text} as f64");
-        }
-    }
-}
+mod tests;
