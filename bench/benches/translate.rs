@@ -6,8 +6,10 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ferry_filters::translate::mapping::rest_request_to_grpc;
+use ferry_filters::translate::mapping::{rest_infer_answer, rest_request_to_grpc};
+use ferry_filters::translate::pb;
 use ferry_filters::translate::{Endpoint, Rpc};
+use prost::Message as _;
 
 const LIMIT: u64 = 1 << 30;
 
@@ -112,5 +114,36 @@ fn rest_to_grpc(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, rest_to_grpc);
+/// The gRPC upstream's answer for a REST caller that asked for JSON: 1,000,000 FP32 as typed
+/// contents. Time to first byte is what the proxy must do before it can send the headers and
+/// the first chunk: the whole answer before streaming, one 64 KiB chunk now.
+fn rest_answer(c: &mut Criterion) {
+    let mut g = c.benchmark_group("translate/rest_answer");
+    g.sample_size(10);
+    let answer = pb::ModelInferResponse {
+        model_name: "m".into(),
+        id: "1".into(),
+        outputs: vec![pb::model_infer_response::InferOutputTensor {
+            name: "y".into(),
+            datatype: "FP32".into(),
+            shape: vec![1, 1_000_000],
+            contents: Some(pb::InferTensorContents {
+                fp32_contents: floats(1_000_000),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let message = Bytes::from(answer.encode_to_vec());
+    g.bench_function("fp32_1m_whole_before_first_byte", |b| {
+        b.iter(|| rest_infer_answer(black_box(message.clone()), true))
+    });
+    g.bench_function("fp32_1m_streamed_before_first_byte", |b| {
+        b.iter(|| rest_infer_answer(black_box(message.clone()), false))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, rest_to_grpc, rest_answer);
 criterion_main!(benches);

@@ -110,4 +110,23 @@ pub mod mapping {
     ) -> Result<VecDeque<Bytes>, TranslateError> {
         super::rest_to_grpc::request(ep, body, header_len, limit).map(|(chunks, _)| chunks)
     }
+
+    /// A `ModelInferResponse` (unframed) → the REST JSON answer a caller that asked for JSON
+    /// gets: with `whole`, built in one buffer (the way answers went before streaming);
+    /// without, only what is ready before the headers: the first chunk of a streamed answer
+    /// (or the whole answer when it fits one). The bool says whether more would follow.
+    pub fn rest_infer_answer(message: Bytes, whole: bool) -> Result<(Bytes, bool), TranslateError> {
+        use prost::Message as _;
+
+        use super::rest_to_grpc::{InferAnswer, OutputPlan, infer_answer, infer_response};
+        let m = super::pb::ModelInferResponse::decode(message)
+            .map_err(|e| TranslateError::BadUpstream(e.to_string()))?;
+        if whole {
+            return infer_response(m, &OutputPlan::default()).map(|a| (a.json.into(), false));
+        }
+        Ok(match infer_answer(m, &OutputPlan::default())? {
+            InferAnswer::Whole(a) => (a.json.into(), false),
+            InferAnswer::Streaming(body) => (body.first_chunk(), true),
+        })
+    }
 }

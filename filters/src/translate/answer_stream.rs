@@ -208,6 +208,15 @@ pub(crate) struct StreamBody {
     rest: AnswerStream,
 }
 
+// === impl StreamBody ===
+
+impl StreamBody {
+    /// The chunk encoded before the headers (benches).
+    pub(crate) fn first_chunk(&self) -> Bytes {
+        self.first.clone().unwrap_or_default()
+    }
+}
+
 impl Body for StreamBody {
     type Data = Bytes;
     type Error = TranslateError;
