@@ -194,3 +194,26 @@ fn original_authority(req: &Request<ProxyBody>) -> Option<Authority> {
     let host = req.headers().get(http::header::HOST)?;
     Authority::from_maybe_shared(bytes::Bytes::copy_from_slice(host.as_bytes())).ok()
 }
+
+/// A TCP connection to an upstream endpoint within `connect_timeout`, Nagle off (requests and
+/// answers are written whole; waiting for ACKs only adds latency).
+async fn connect_tcp(
+    addr: SocketAddr,
+    connect_timeout: std::time::Duration,
+) -> Result<tokio::net::TcpStream, SendError> {
+    let connect_err = |e: std::io::Error| SendError::Connect {
+        addr,
+        source: Box::new(e),
+    };
+    let stream = tokio::time::timeout(connect_timeout, tokio::net::TcpStream::connect(addr))
+        .await
+        .map_err(|_| {
+            connect_err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connect timed out",
+            ))
+        })?
+        .map_err(connect_err)?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}

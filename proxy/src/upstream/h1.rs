@@ -17,7 +17,6 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 
 use super::SendError;
 use crate::body::ProxyBody;
@@ -184,20 +183,7 @@ async fn connect(
     addr: SocketAddr,
     connect_timeout: Duration,
 ) -> Result<SendRequest<ProxyBody>, SendError> {
-    let connect_err = |e: std::io::Error| SendError::Connect {
-        addr,
-        source: Box::new(e),
-    };
-    let stream = tokio::time::timeout(connect_timeout, TcpStream::connect(addr))
-        .await
-        .map_err(|_| {
-            connect_err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "connect timed out",
-            ))
-        })?
-        .map_err(connect_err)?;
-    let _ = stream.set_nodelay(true);
+    let stream = super::connect_tcp(addr, connect_timeout).await?;
     let (sender, conn) = http1::Builder::new()
         .handshake(TokioIo::new(stream))
         .await

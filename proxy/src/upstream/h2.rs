@@ -14,7 +14,6 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::client::conn::http2::{self, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use tokio::net::TcpStream;
 
 use super::SendError;
 use crate::body::ProxyBody;
@@ -70,20 +69,7 @@ impl H2Slot {
         if let Some(sender) = self.current() {
             return Ok(sender);
         }
-        let connect_err = |e: std::io::Error| SendError::Connect {
-            addr,
-            source: Box::new(e),
-        };
-        let stream = tokio::time::timeout(connect_timeout, TcpStream::connect(addr))
-            .await
-            .map_err(|_| {
-                connect_err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "connect timed out",
-                ))
-            })?
-            .map_err(connect_err)?;
-        let _ = stream.set_nodelay(true);
+        let stream = super::connect_tcp(addr, connect_timeout).await?;
         let (sender, conn) = http2::Builder::new(TokioExecutor::new())
             .timer(TokioTimer::new())
             .initial_stream_window_size(crate::listener::H2_STREAM_WINDOW)
