@@ -10,8 +10,6 @@ use http::header::{CONNECTION, HeaderName, HeaderValue, TE, TRANSFER_ENCODING, U
 pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static FORWARDED: HeaderName = HeaderName::from_static("forwarded");
-static KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
-static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
 
 /// Removes hop-by-hop headers: the fixed list plus every name listed in `Connection`.
 /// `te: trailers` survives (gRPC needs it end to end). When `keep_upgrade` is set (a WebSocket
@@ -46,12 +44,9 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
     if te_trailers {
         headers.insert(TE, HeaderValue::from_static("trailers"));
     }
-    headers.remove(&KEEP_ALIVE);
-    headers.remove(&PROXY_CONNECTION);
-    headers.remove(TRANSFER_ENCODING);
-    headers.remove("proxy-authenticate");
-    headers.remove("proxy-authorization");
-    headers.remove("trailer");
+    for name in &ALWAYS_HOP_BY_HOP {
+        headers.remove(name);
+    }
     if keep_upgrade {
         headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
     } else {
@@ -60,17 +55,19 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
     }
 }
 
+/// Hop-by-hop whatever `Connection` says (`Connection`, `TE` and `Upgrade` have their own rules).
+static ALWAYS_HOP_BY_HOP: [HeaderName; 6] = [
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    TRANSFER_ENCODING,
+    http::header::PROXY_AUTHENTICATE,
+    http::header::PROXY_AUTHORIZATION,
+    http::header::TRAILER,
+];
+
 /// Whether `name` is hop-by-hop by itself (names listed in `Connection` need `Connection`).
 fn is_hop_by_hop(name: &HeaderName) -> bool {
-    name == CONNECTION
-        || name == TE
-        || name == TRANSFER_ENCODING
-        || name == UPGRADE
-        || name == http::header::TRAILER
-        || name == http::header::PROXY_AUTHENTICATE
-        || name == http::header::PROXY_AUTHORIZATION
-        || name == KEEP_ALIVE
-        || name == PROXY_CONNECTION
+    name == CONNECTION || name == TE || name == UPGRADE || ALWAYS_HOP_BY_HOP.contains(name)
 }
 
 /// The client's address as forwarding headers spell it, computed once per connection.

@@ -355,17 +355,7 @@ impl<'a> Reader<'a> {
         let mut mantissa = 0u64;
         let mut count = 0u32;
         let int_start = i;
-        while let Some(&c) = b.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            if count < 19 {
-                mantissa = mantissa * 10 + u64::from(d);
-            }
-            count += 1;
-            i += 1;
-        }
+        i = digits(b, i, &mut mantissa, &mut count);
         let n = i - int_start;
         if n == 0 || (n > 1 && b.get(int_start) == Some(&b'0')) {
             self.pos = i;
@@ -377,17 +367,7 @@ impl<'a> Reader<'a> {
             i += 1;
             float = true;
             let frac_start = i;
-            while let Some(&c) = b.get(i) {
-                let d = c.wrapping_sub(b'0');
-                if d > 9 {
-                    break;
-                }
-                if count < 19 {
-                    mantissa = mantissa * 10 + u64::from(d);
-                }
-                count += 1;
-                i += 1;
-            }
+            i = digits(b, i, &mut mantissa, &mut count);
             let frac = i - frac_start;
             if frac == 0 {
                 self.pos = i;
@@ -397,34 +377,17 @@ impl<'a> Reader<'a> {
         }
         let exact = count <= 19;
         if let Some(b'e' | b'E') = b.get(i) {
-            i += 1;
             float = true;
-            let sign = match b.get(i) {
-                Some(b'-') => {
-                    i += 1;
-                    -1
+            match exponent(b, i + 1) {
+                Ok((e, end)) => {
+                    exp10 += e;
+                    i = end;
                 }
-                Some(b'+') => {
-                    i += 1;
-                    1
+                Err(end) => {
+                    self.pos = end;
+                    return Err(self.error("invalid number"));
                 }
-                _ => 1,
-            };
-            let from = i;
-            let mut e = 0i64;
-            while let Some(&c) = b.get(i) {
-                if !c.is_ascii_digit() {
-                    break;
-                }
-                // Clamped: anything this large is out of every float range anyway.
-                e = (e * 10 + i64::from(c - b'0')).min(1 << 20);
-                i += 1;
             }
-            if i == from {
-                self.pos = i;
-                return Err(self.error("invalid number"));
-            }
-            exp10 += sign * e;
         }
         self.pos = i;
         let dec = Dec {
@@ -454,6 +417,56 @@ impl<'a> Reader<'a> {
             None => Err(self.error("EOF while parsing a value")),
         }
     }
+}
+
+/// Adds the digit run at `b[i..]` to `mantissa` (its first 19 digits; `count` counts them all)
+/// and returns where the run ends. Inlined: the innermost loop of the byte-wise scanner.
+#[inline(always)]
+fn digits(b: &[u8], mut i: usize, mantissa: &mut u64, count: &mut u32) -> usize {
+    while let Some(&c) = b.get(i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        if *count < 19 {
+            *mantissa = *mantissa * 10 + u64::from(d);
+        }
+        *count += 1;
+        i += 1;
+    }
+    i
+}
+
+/// The exponent whose optional sign and digits start at `b[i]` (just after `e`/`E`), as
+/// (signed value, end). `Err(end)` when no digit follows. Clamped: anything this large is out
+/// of every float range anyway.
+#[inline(always)]
+fn exponent(b: &[u8], mut i: usize) -> Result<(i64, usize), usize> {
+    let sign = match b.get(i) {
+        Some(b'-') => {
+            i += 1;
+            -1
+        }
+        Some(b'+') => {
+            i += 1;
+            1
+        }
+        _ => 1,
+    };
+    let from = i;
+    let mut e = 0i64;
+    while let Some(&c) = b.get(i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        e = (e * 10 + i64::from(d)).min(1 << 20);
+        i += 1;
+    }
+    if i == from {
+        return Err(i);
+    }
+    Ok((sign * e, i))
 }
 
 #[cfg(test)]

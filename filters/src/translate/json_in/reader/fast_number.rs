@@ -102,34 +102,10 @@ pub(super) fn scan(buf: &[u8], start: usize) -> Option<Scanned<'_>> {
         float = true;
     }
     if let Some(b'e' | b'E') = buf.get(i) {
-        i += 1;
         float = true;
-        let sign = match buf.get(i) {
-            Some(b'-') => {
-                i += 1;
-                -1
-            }
-            Some(b'+') => {
-                i += 1;
-                1
-            }
-            _ => 1,
-        };
-        let from = i;
-        let mut e = 0i64;
-        while let Some(&c) = buf.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            // Clamped as in the byte-wise scanner: beyond every float range anyway.
-            e = (e * 10 + i64::from(d)).min(1 << 20);
-            i += 1;
-        }
-        if i == from {
-            return None;
-        }
-        exp10 += sign * e;
+        let (e, end) = super::exponent(buf, i + 1).ok()?;
+        exp10 += e;
+        i = end;
     }
     debug_assert!(digits <= MAX_DIGITS);
     Some(Scanned {
