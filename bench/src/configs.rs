@@ -14,6 +14,7 @@ const FERRY: &str = include_str!("../configs/ferry.yaml");
 const ENVOY: &str = include_str!("../configs/envoy.yaml");
 const HAPROXY: &str = include_str!("../configs/haproxy.cfg");
 const NGINX: &str = include_str!("../configs/nginx.conf");
+const HAPROXY_TCP: &str = include_str!("../configs/haproxy-tcp.cfg");
 const FERRY_TRANSLATE: &str = include_str!("../configs/ferry-translate.yaml");
 const ENVOY_TRANSLATE: &str = include_str!("../configs/envoy-translate.yaml");
 
@@ -41,14 +42,17 @@ pub fn route_probe_path(n: usize) -> String {
     format!("/route-{}/probe", n.saturating_sub(1))
 }
 
-/// The config text for `kind`, or `None` for targets without one (direct).
+/// The config text for `kind`, or `None` for targets without one (direct, tcp-relay).
 pub fn render(kind: Kind, ports: Ports, workdir: &Path, routes: usize) -> Option<String> {
     let (template, route_block) = match kind {
-        Kind::Direct => return None,
+        // Direct has no proxy; the relay takes its addresses on the command line.
+        Kind::Direct | Kind::TcpRelay => return None,
         Kind::Ferry => (FERRY, ferry_routes(routes)),
         Kind::Envoy => (ENVOY, envoy_routes(routes)),
         Kind::Haproxy => (HAPROXY, haproxy_routes(routes)),
         Kind::Nginx => (NGINX, nginx_routes(routes)),
+        // A TCP relay has no routes: every request reaches the upstream as it is.
+        Kind::HaproxyTcp => (HAPROXY_TCP, String::new()),
     };
     Some(fill(
         &template.replace("@ROUTES@\n", &route_block),
@@ -133,7 +137,13 @@ mod tests {
             admin: 3,
             upstream: 4,
         };
-        for kind in [Kind::Ferry, Kind::Envoy, Kind::Haproxy, Kind::Nginx] {
+        for kind in [
+            Kind::Ferry,
+            Kind::Envoy,
+            Kind::Haproxy,
+            Kind::Nginx,
+            Kind::HaproxyTcp,
+        ] {
             let text = render(kind, ports, Path::new("/tmp/x"), 3).unwrap();
             for placeholder in [
                 "@H1_PORT@",
@@ -145,7 +155,7 @@ mod tests {
             ] {
                 assert!(!text.contains(placeholder), "{kind:?}: {placeholder}");
             }
-            assert!(text.contains("/route-2/"), "{kind:?}");
+            assert_eq!(text.contains("/route-2/"), kind.routes_http(), "{kind:?}");
             assert!(
                 !text.contains("@ROUTES@") && !text.contains("_PORT@"),
                 "{kind:?}"

@@ -126,13 +126,16 @@ fn resolve_targets(opts: &Options) -> Result<Resolved> {
             }
             Kind::Ferry => Ok(find_ferry(opts)?),
             Kind::Envoy => peers::ensure_envoy(&peers_dir),
-            Kind::Haproxy => peers::ensure_debian("haproxy", "haproxy"),
+            Kind::Haproxy | Kind::HaproxyTcp => peers::ensure_debian("haproxy", "haproxy"),
             Kind::Nginx => peers::ensure_debian("nginx", "nginx"),
+            // This very binary (`ferry-bench relay`).
+            Kind::TcpRelay => std::env::current_exe()
+                .map_err(|e| BenchError::Process(format!("locating ferry-bench itself: {e}"))),
         };
         match found {
             Ok(bin) => {
                 let flag = match kind {
-                    Kind::Haproxy | Kind::Nginx => "-v",
+                    Kind::Haproxy | Kind::HaproxyTcp | Kind::Nginx => "-v",
                     _ => "--version",
                 };
                 versions.push((kind.name().to_owned(), peers::version_line(&bin, &[flag])));

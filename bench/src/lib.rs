@@ -14,6 +14,7 @@ pub mod loadgen;
 pub mod machine;
 pub mod peers;
 pub mod procfs;
+pub mod relay;
 pub mod report;
 pub mod scenarios;
 pub mod targets;

@@ -48,12 +48,22 @@ enum Sub {
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
     },
+    /// Run only the plain TCP relay (the `tcp-relay` target: the floor of a proxy hop).
+    Relay {
+        /// Address to bind.
+        #[arg(long)]
+        listen: SocketAddr,
+        /// Where every connection is relayed.
+        #[arg(long)]
+        upstream: SocketAddr,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Sub::Upstream { listen }) => upstream(listen),
+        Some(Sub::Relay { listen, upstream }) => relay(listen, upstream),
         None => bench(cli),
     };
     match result {
@@ -121,6 +131,19 @@ fn bench(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::FAILURE)
     }
+}
+
+fn relay(listen: SocketAddr, upstream: SocketAddr) -> anyhow::Result<ExitCode> {
+    // One thread, like every proxy under test (the driver pins it to the proxy core).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        ferry_bench::relay::serve(listener, upstream).await;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn upstream(listen: SocketAddr) -> anyhow::Result<ExitCode> {

@@ -48,33 +48,63 @@ fn children(pid: u32) -> Vec<u32> {
     out
 }
 
-/// utime + stime of `pid` in seconds.
-pub fn cpu_seconds(pid: u32, ticks: f64) -> Result<f64> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ctx(|| format!("reading /proc/{pid}/stat"))?;
-    // The command name may contain spaces; fields resume after the last ')'.
-    let rest = text
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .ok_or_else(|| BenchError::Process(format!("odd /proc/{pid}/stat")))?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After ')': state is field 3, so utime (14) and stime (15) sit at 11 and 12.
-    let num = |i: usize| -> Result<f64> {
-        fields
-            .get(i)
-            .and_then(|s| s.parse::<f64>().ok())
-            .ok_or_else(|| BenchError::Process(format!("no field {i} in /proc/{pid}/stat")))
-    };
-    Ok((num(11)? + num(12)?) / ticks)
+/// CPU seconds spent in user space and in the kernel on a process's behalf.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Cpu {
+    /// utime.
+    pub user: f64,
+    /// stime.
+    pub sys: f64,
 }
 
-/// CPU seconds of the whole tree under `pid`.
-pub fn tree_cpu_seconds(pid: u32, ticks: f64) -> Result<f64> {
-    let mut sum = 0.0;
+impl Cpu {
+    /// user + sys.
+    pub fn total(self) -> f64 {
+        self.user + self.sys
+    }
+}
+
+impl std::ops::Sub for Cpu {
+    type Output = Cpu;
+
+    fn sub(self, rhs: Cpu) -> Cpu {
+        Cpu {
+            user: self.user - rhs.user,
+            sys: self.sys - rhs.sys,
+        }
+    }
+}
+
+/// utime and stime of `pid` in seconds.
+pub fn cpu(pid: u32, ticks: f64) -> Result<Cpu> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ctx(|| format!("reading /proc/{pid}/stat"))?;
+    parse_stat_cpu(&text, ticks).ok_or_else(|| BenchError::Process(format!("odd /proc/{pid}/stat")))
+}
+
+fn parse_stat_cpu(text: &str, ticks: f64) -> Option<Cpu> {
+    // The command name may contain spaces; fields resume after the last ')'.
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    // After ')': state is field 3, so utime (14) and stime (15) sit at 11 and 12.
+    let user: f64 = fields.nth(11)?.parse().ok()?;
+    let sys: f64 = fields.next()?.parse().ok()?;
+    Some(Cpu {
+        user: user / ticks,
+        sys: sys / ticks,
+    })
+}
+
+/// CPU of the whole tree under `pid`.
+pub fn tree_cpu(pid: u32, ticks: f64) -> Result<Cpu> {
+    let mut sum = Cpu::default();
     for p in tree(pid) {
         // A child may exit between listing and reading; only the root must be readable.
-        match cpu_seconds(p, ticks) {
-            Ok(s) => sum += s,
+        match cpu(p, ticks) {
+            Ok(c) => {
+                sum.user += c.user;
+                sum.sys += c.sys;
+            }
             Err(e) if p == pid => return Err(e),
             Err(_) => {}
         }
@@ -115,4 +145,25 @@ pub fn tree_memory(pid: u32) -> Result<Memory> {
         }
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_utime_and_stime_after_a_command_name_with_spaces() {
+        // Fields 1-17 of a real /proc/<pid>/stat line, with a command name holding ") (".
+        let line = "4242 (a) (b c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20";
+        let cpu = parse_stat_cpu(line, 100.0).unwrap();
+        assert_eq!(
+            cpu,
+            Cpu {
+                user: 2.5,
+                sys: 0.75
+            }
+        );
+        assert_eq!(cpu.total(), 3.25);
+        assert!(parse_stat_cpu("4242 (truncated", 100.0).is_none());
+    }
 }

@@ -177,7 +177,7 @@ pub async fn run(plan: &Plan) -> Outcome {
                     .failures
                     .push(format!("{} rep {}: {e}", target.kind.name(), rep + 1));
             }
-            if plan.scenarios.contains(&Scenario::Routes) && target.kind != Kind::Direct {
+            if plan.scenarios.contains(&Scenario::Routes) && target.kind.routes_http() {
                 for &n in &plan.sizing.route_counts {
                     if let Err(e) = ctx.routes(n).await {
                         outcome.failures.push(format!(

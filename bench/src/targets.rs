@@ -31,18 +31,26 @@ pub enum Kind {
     Haproxy,
     /// nginx.
     Nginx,
+    /// HAProxy as a plain TCP relay (`mode tcp`): not an HTTP proxy to compare with but the
+    /// floor any proxy hop pays here (loopback TCP, wake-ups, a read and a write each way).
+    HaproxyTcp,
+    /// ferry-bench's own TCP relay (`ferry-bench relay`): the same floor without HAProxy's
+    /// event loop, as a tokio proxy on one thread pays it.
+    TcpRelay,
 }
 
 // === impl Kind ===
 
 impl Kind {
     /// Every target, in report order.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Direct,
         Kind::Ferry,
         Kind::Envoy,
         Kind::Haproxy,
         Kind::Nginx,
+        Kind::HaproxyTcp,
+        Kind::TcpRelay,
     ];
 
     /// Lower-case name.
@@ -53,6 +61,8 @@ impl Kind {
             Kind::Envoy => "envoy",
             Kind::Haproxy => "haproxy",
             Kind::Nginx => "nginx",
+            Kind::HaproxyTcp => "haproxy-tcp",
+            Kind::TcpRelay => "tcp-relay",
         }
     }
 
@@ -64,6 +74,11 @@ impl Kind {
     /// Whether this is a peer proxy (not ferry, not direct).
     pub fn is_peer(self) -> bool {
         matches!(self, Kind::Envoy | Kind::Haproxy | Kind::Nginx)
+    }
+
+    /// Whether it routes HTTP requests (so the route-table scenario means something).
+    pub fn routes_http(self) -> bool {
+        !matches!(self, Kind::Direct | Kind::HaproxyTcp | Kind::TcpRelay)
     }
 }
 
@@ -152,6 +167,19 @@ impl Target {
             upstream: upstream.port(),
         };
         std::fs::create_dir_all(workdir).ctx(|| format!("creating {}", workdir.display()))?;
+        let log = std::fs::File::create(workdir.join(format!("{}.log", self.kind.name())))
+            .ctx(|| "creating the proxy log".into())?;
+        let mut cmd = Command::new("taskset");
+        cmd.arg("-c").arg(PROXY_CORE).arg(bin);
+        if self.kind == Kind::TcpRelay {
+            // No config file: the relay takes its two addresses on the command line.
+            cmd.arg("relay")
+                .arg("--listen")
+                .arg(loopback(ports.h1).to_string())
+                .arg("--upstream")
+                .arg(upstream.to_string());
+            return self.spawn(cmd, log, ports, setup, workdir).await;
+        }
         let text = match setup {
             Setup::Routes(routes) => configs::render(self.kind, ports, workdir, routes),
             Setup::Translate => {
@@ -169,10 +197,6 @@ impl Target {
         };
         let config = workdir.join(format!("{}.{ext}", self.kind.name()));
         std::fs::write(&config, text).ctx(|| format!("writing {}", config.display()))?;
-        let log = std::fs::File::create(workdir.join(format!("{}.log", self.kind.name())))
-            .ctx(|| "creating the proxy log".into())?;
-        let mut cmd = Command::new("taskset");
-        cmd.arg("-c").arg(PROXY_CORE).arg(bin);
         match self.kind {
             Kind::Ferry => cmd
                 .arg("run")
@@ -186,16 +210,30 @@ impl Target {
                 "--log-level",
                 "warn",
             ]),
-            Kind::Haproxy => cmd.arg("-db").arg("-f").arg(&config),
+            Kind::Haproxy | Kind::HaproxyTcp => cmd.arg("-db").arg("-f").arg(&config),
             Kind::Nginx => cmd.arg("-p").arg(workdir).arg("-c").arg(&config),
-            Kind::Direct => &mut cmd,
+            Kind::Direct | Kind::TcpRelay => &mut cmd,
         };
+        self.spawn(cmd, log, ports, setup, workdir).await
+    }
+
+    /// Spawns the prepared command, then waits for its first proxied answer.
+    async fn spawn(
+        &self,
+        mut cmd: Command,
+        log: std::fs::File,
+        ports: Ports,
+        setup: Setup,
+        workdir: &Path,
+    ) -> Result<Running> {
         cmd.env("FERRY_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(log.try_clone().ctx(|| "cloning log handle".into())?)
             .stderr(log);
         let spawned = Instant::now();
-        let child = cmd.spawn().ctx(|| format!("starting {}", bin.display()))?;
+        let child = cmd
+            .spawn()
+            .ctx(|| format!("starting {}", self.kind.name()))?;
         let mut running = Running {
             kind: self.kind,
             h1: loopback(ports.h1),
@@ -248,11 +286,11 @@ impl Running {
         )))
     }
 
-    /// CPU seconds used so far by the proxy's process tree (0 for direct).
-    pub fn cpu_seconds(&self, ticks: f64) -> Result<f64> {
+    /// CPU used so far by the proxy's process tree, user and kernel (0 for direct).
+    pub fn cpu(&self, ticks: f64) -> Result<procfs::Cpu> {
         match self.pid() {
-            Some(pid) => procfs::tree_cpu_seconds(pid, ticks),
-            None => Ok(0.0),
+            Some(pid) => procfs::tree_cpu(pid, ticks),
+            None => Ok(procfs::Cpu::default()),
         }
     }
 
