@@ -213,7 +213,10 @@ async fn route_and_forward(
             authority: authority.as_deref(),
             metrics,
         };
-        match tensor_check::check(validator, at, parts, body).await {
+        // The rare steps (validation, translation, transcoding) are boxed: their futures are
+        // kilobytes, and inline they would make every request's future that big, which hyper
+        // and tokio copy and allocate per request.
+        match Box::pin(tensor_check::check(validator, at, parts, body)).await {
             Ok((p, b)) => (parts, body) = (p, b),
             Err(mut answer) => {
                 edit_headers(answer.headers_mut(), &route.config.response_headers);
@@ -230,7 +233,7 @@ async fn route_and_forward(
             authority: authority.as_deref(),
             metrics,
         };
-        match translate::request(translator, Some(&at), parts, body).await {
+        match Box::pin(translate::request(translator, Some(&at), parts, body)).await {
             Ok((p, b, t)) => {
                 (parts, body, pending) = (p, b, Some(t));
             }
@@ -243,7 +246,7 @@ async fn route_and_forward(
 
     let mut transcoded = None;
     if let Some(transcoder) = &route.transcoder {
-        match translate::transcode(transcoder, parts, body).await {
+        match Box::pin(translate::transcode(transcoder, parts, body)).await {
             Ok((p, b, t)) => {
                 (parts, body, transcoded) = (p, b, t);
             }
@@ -264,12 +267,12 @@ async fn route_and_forward(
     };
     let resp = attempt.run(parts, body, &mut outcome.forwarded).await?;
     if let Some(pending) = transcoded {
-        let mut resp = translate::transcode_response(pending, resp).await;
+        let mut resp = Box::pin(translate::transcode_response(pending, resp)).await;
         edit_headers(resp.headers_mut(), &route.config.response_headers);
         return Ok(resp);
     }
     if let Some(pending) = pending {
-        let mut resp = translate::response(pending, resp).await;
+        let mut resp = Box::pin(translate::response(pending, resp)).await;
         edit_headers(resp.headers_mut(), &route.config.response_headers);
         return Ok(resp);
     }

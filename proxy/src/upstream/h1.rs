@@ -70,7 +70,9 @@ impl H1Pool {
             let fresh = pooled.is_none();
             let mut sender = match pooled {
                 Some(sender) => sender,
-                None => connect(addr, connect_timeout).await?,
+                // Boxed: connecting is rare, and inline its state would sit in every
+                // request's future (see `forward::handle`).
+                None => Box::pin(connect(addr, connect_timeout)).await?,
             };
             // The future owns everything it needs, so the handle can go back at once: it stays
             // not-ready until this response has been read.

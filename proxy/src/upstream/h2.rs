@@ -36,7 +36,12 @@ impl H2Slot {
         addr: SocketAddr,
         connect_timeout: Duration,
     ) -> Result<Response<Incoming>, SendError> {
-        let mut sender = self.sender(addr, connect_timeout).await?;
+        let mut sender = match self.current() {
+            Some(sender) => sender,
+            // Boxed: connecting is rare, and inline its state would sit in every request's
+            // future (see `forward::handle`).
+            None => Box::pin(self.connect(addr, connect_timeout)).await?,
+        };
         // A connection that closed after we took it has not seen this request: as safe to
         // retry as a failed connect.
         sender.ready().await.map_err(|e| SendError::Connect {
@@ -57,14 +62,12 @@ impl H2Slot {
         guard.as_ref().filter(|s| !s.is_closed()).cloned()
     }
 
-    async fn sender(
+    /// Opens the connection, unless a request that waited on the lock before us already did.
+    async fn connect(
         &self,
         addr: SocketAddr,
         connect_timeout: Duration,
     ) -> Result<SendRequest<ProxyBody>, SendError> {
-        if let Some(sender) = self.current() {
-            return Ok(sender);
-        }
         let _one_at_a_time = self.connecting.lock().await;
         if let Some(sender) = self.current() {
             return Ok(sender);
