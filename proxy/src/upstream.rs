@@ -54,16 +54,40 @@ pub enum SendError {
     Uri(#[from] http::Error),
 }
 
+impl SendError {
+    /// The connection to `addr` failed before the request left.
+    pub fn connect(addr: SocketAddr, source: impl Into<BoxError>) -> Self {
+        Self::Connect {
+            addr,
+            source: source.into(),
+        }
+    }
+
+    /// The request to `addr` failed after it may have reached the upstream.
+    pub fn request(addr: SocketAddr, source: impl Into<BoxError>) -> Self {
+        Self::Request {
+            addr,
+            source: source.into(),
+        }
+    }
+}
+
 /// A cluster's connection pools.
 #[derive(Debug, Clone)]
 pub struct UpstreamClient {
     protocol: UpstreamProtocol,
-    /// Endpoints are long-lived (not per-request destinations), so requests ride the
-    /// endpoint's own connections; the pooled clients serve original-authority clusters,
-    /// whose endpoints are made per request.
-    direct: bool,
     connect_timeout: std::time::Duration,
     idle_timeout: std::time::Duration,
+    /// `None` when endpoints are long-lived (not per-request destinations): requests then
+    /// ride the endpoint's own connections. Original-authority clusters, whose endpoints are
+    /// made per request, use hyper-util's pooled clients instead.
+    pooled: Option<Pooled>,
+}
+
+/// hyper-util's pooled clients, keyed by destination, for clusters whose endpoint is the
+/// request's own authority.
+#[derive(Debug, Clone)]
+struct Pooled {
     http1: Client<HttpConnector, ProxyBody>,
     h2: Client<HttpConnector, ProxyBody>,
 }
@@ -73,34 +97,15 @@ pub struct UpstreamClient {
 impl UpstreamClient {
     /// Pools for one cluster.
     pub fn new(config: &ClusterConfig) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(config.connect_timeout));
-        connector.enforce_http(true);
-        let mut http1 = Client::builder(TokioExecutor::new());
-        http1
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(config.idle_timeout)
-            // Keep the original Host header: the upstream routes on it, not on our endpoint.
-            .set_host(false);
-        let mut h2 = Client::builder(TokioExecutor::new());
-        h2.pool_timer(TokioTimer::new())
-            .pool_idle_timeout(config.idle_timeout)
-            .timer(TokioTimer::new())
-            .http2_only(true)
-            .http2_keep_alive_interval(Some(std::time::Duration::from_secs(30)))
-            .http2_initial_stream_window_size(crate::listener::H2_STREAM_WINDOW)
-            .http2_initial_connection_window_size(crate::listener::H2_CONN_WINDOW);
+        let direct = !matches!(
+            config.endpoints,
+            ferry_config::Endpoints::OriginalAuthority { .. }
+        );
         Self {
             protocol: config.protocol,
-            direct: !matches!(
-                config.endpoints,
-                ferry_config::Endpoints::OriginalAuthority { .. }
-            ),
             connect_timeout: config.connect_timeout,
             idle_timeout: config.idle_timeout,
-            http1: http1.build(connector.clone()),
-            h2: h2.build(connector),
+            pooled: (!direct).then(|| Pooled::new(config)),
         }
     }
 
@@ -125,7 +130,7 @@ impl UpstreamClient {
         wire: Wire,
     ) -> Result<Response<Incoming>, SendError> {
         let addr = endpoint.addr;
-        let direct = self.direct;
+        let direct = self.pooled.is_none();
         if direct && wire == Wire::Http1 {
             *req.version_mut() = Version::HTTP_11;
             // A connection of our own writes the URI as given: origin-form, except CONNECT.
@@ -155,34 +160,58 @@ impl UpstreamClient {
             uri.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
         }
         *req.uri_mut() = Uri::from_parts(uri).map_err(http::Error::from)?;
-        let client = match wire {
-            Wire::Http1 => {
-                *req.version_mut() = Version::HTTP_11;
-                &self.http1
-            }
+        match wire {
+            Wire::Http1 => *req.version_mut() = Version::HTTP_11,
             Wire::H2 => {
                 *req.version_mut() = Version::HTTP_2;
                 // HTTP/2 carries the authority in :authority; a Host header would duplicate it.
                 req.headers_mut().remove(http::header::HOST);
-                if direct {
-                    return endpoint.h2.send(req, addr, self.connect_timeout).await;
-                }
-                &self.h2
             }
+        }
+        let Some(pooled) = &self.pooled else {
+            // A long-lived endpoint's HTTP/1.1 requests returned above; this is HTTP/2.
+            return endpoint.h2.send(req, addr, self.connect_timeout).await;
+        };
+        let client = match wire {
+            Wire::Http1 => &pooled.http1,
+            Wire::H2 => &pooled.h2,
         };
         client.request(req).await.map_err(|source| {
             if source.is_connect() {
-                SendError::Connect {
-                    addr,
-                    source: Box::new(source),
-                }
+                SendError::connect(addr, source)
             } else {
-                SendError::Request {
-                    addr,
-                    source: Box::new(source),
-                }
+                SendError::request(addr, source)
             }
         })
+    }
+}
+
+// === impl Pooled ===
+
+impl Pooled {
+    fn new(config: &ClusterConfig) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(config.connect_timeout));
+        connector.enforce_http(true);
+        let mut http1 = Client::builder(TokioExecutor::new());
+        http1
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(config.idle_timeout)
+            // Keep the original Host header: the upstream routes on it, not on our endpoint.
+            .set_host(false);
+        let mut h2 = Client::builder(TokioExecutor::new());
+        h2.pool_timer(TokioTimer::new())
+            .pool_idle_timeout(config.idle_timeout)
+            .timer(TokioTimer::new())
+            .http2_only(true)
+            .http2_keep_alive_interval(Some(std::time::Duration::from_secs(30)))
+            .http2_initial_stream_window_size(crate::listener::H2_STREAM_WINDOW)
+            .http2_initial_connection_window_size(crate::listener::H2_CONN_WINDOW);
+        Self {
+            http1: http1.build(connector.clone()),
+            h2: h2.build(connector),
+        }
     }
 }
 
@@ -201,10 +230,7 @@ async fn connect_tcp(
     addr: SocketAddr,
     connect_timeout: std::time::Duration,
 ) -> Result<tokio::net::TcpStream, SendError> {
-    let connect_err = |e: std::io::Error| SendError::Connect {
-        addr,
-        source: Box::new(e),
-    };
+    let connect_err = |e: std::io::Error| SendError::connect(addr, e);
     let stream = tokio::time::timeout(connect_timeout, tokio::net::TcpStream::connect(addr))
         .await
         .map_err(|_| {

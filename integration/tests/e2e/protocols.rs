@@ -175,3 +175,52 @@ async fn one_route_sidecar_from_flags() -> anyhow::Result<()> {
     assert_eq!(reply.json::<EchoReport>()?.path, "/flags");
     Ok(())
 }
+
+#[tokio::test]
+async fn original_authority_cluster_reaches_the_host_the_caller_named() -> anyhow::Result<()> {
+    // The outbound shape of the default config: no endpoints, the request names its own
+    // destination. One cluster per upstream protocol, so both of ferry's pooled clients
+    // (HTTP/1.1 and h2c) carry a request.
+    let (a, b) = (Echo::start("a").await?, Echo::start("b").await?);
+    let cfg = config(
+        json!([
+            { "name": "h2", "match": { "path": { "prefix": "/h2/" } }, "to": "out-h2" },
+            { "name": "h1", "to": "out-h1" },
+        ]),
+        json!([
+            { "name": "out-h1", "original_authority": { "default_port": 80 } },
+            { "name": "out-h2", "original_authority": { "default_port": 80 }, "protocol": "h2" },
+        ]),
+    );
+    let ferry = start(&cfg).await?;
+    let addr = ferry.listener(LISTENER)?;
+    let client = HttpClient::http1();
+    for (echo, path, version) in [
+        (&a, "/h1/x", "HTTP/1.1"),
+        (&b, "/h1/y", "HTTP/1.1"),
+        (&a, "/h2/z", "HTTP/2.0"),
+        (&b, "/h2/w", "HTTP/2.0"),
+    ] {
+        let host = echo.addr().to_string();
+        for _ in 0..2 {
+            let req = request(Method::GET, addr, path, &[("host", &host)], body_full(""))?;
+            let reply = client.call(req).await?;
+            assert_eq!(reply.status, 200, "{path}: {}", reply.text());
+            let seen: EchoReport = reply.json()?;
+            assert_eq!(
+                (
+                    seen.instance.as_str(),
+                    seen.path.as_str(),
+                    seen.version.as_str()
+                ),
+                (
+                    if echo.addr() == a.addr() { "a" } else { "b" },
+                    path,
+                    version
+                )
+            );
+        }
+    }
+    assert_eq!((a.requests(), b.requests()), (4, 4));
+    Ok(())
+}

@@ -88,16 +88,10 @@ impl H1Pool {
                         req = back;
                     }
                     Some(_) => {
-                        return Err(SendError::Connect {
-                            addr,
-                            source: Box::new(e.into_error()),
-                        });
+                        return Err(SendError::connect(addr, e.into_error()));
                     }
                     None => {
-                        return Err(SendError::Request {
-                            addr,
-                            source: Box::new(e.into_error()),
-                        });
+                        return Err(SendError::request(addr, e.into_error()));
                     }
                 },
             }
@@ -189,10 +183,7 @@ async fn connect(
     let (sender, conn) = http1::Builder::new()
         .handshake(TokioIo::new(stream))
         .await
-        .map_err(|e| SendError::Connect {
-            addr,
-            source: Box::new(e),
-        })?;
+        .map_err(|e| SendError::connect(addr, e))?;
     tokio::spawn(async move {
         // Upgrades (WebSocket) take the socket over after a 101.
         if let Err(error) = conn.with_upgrades().await {

@@ -44,17 +44,14 @@ impl H2Slot {
         };
         // A connection that closed after we took it has not seen this request: as safe to
         // retry as a failed connect.
-        sender.ready().await.map_err(|e| SendError::Connect {
-            addr,
-            source: Box::new(e),
-        })?;
+        sender
+            .ready()
+            .await
+            .map_err(|e| SendError::connect(addr, e))?;
         sender
             .send_request(req)
             .await
-            .map_err(|e| SendError::Request {
-                addr,
-                source: Box::new(e),
-            })
+            .map_err(|e| SendError::request(addr, e))
     }
 
     fn current(&self) -> Option<SendRequest<ProxyBody>> {
@@ -80,10 +77,7 @@ impl H2Slot {
             .keep_alive_interval(Duration::from_secs(30))
             .handshake(TokioIo::new(stream))
             .await
-            .map_err(|e| SendError::Connect {
-                addr,
-                source: Box::new(e),
-            })?;
+            .map_err(|e| SendError::connect(addr, e))?;
         tokio::spawn(async move {
             if let Err(error) = conn.await {
                 tracing::debug!(%addr, %error, "upstream HTTP/2 connection ended");
