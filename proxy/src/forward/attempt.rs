@@ -49,6 +49,16 @@ enum TryError {
     RetryableResponse(Response<Incoming>),
 }
 
+impl TryError {
+    /// What the caller gets when no retry follows: a retryable answer as it is, else the failure.
+    fn into_answer(self) -> Result<Response<Incoming>, Failure> {
+        match self {
+            TryError::RetryableResponse(resp) => Ok(resp),
+            TryError::Retryable(f) | TryError::Failure(f) => Err(f),
+        }
+    }
+}
+
 impl Attempts<'_> {
     pub(super) async fn run(
         self,
@@ -106,36 +116,18 @@ impl Attempts<'_> {
             1
         };
         let mut avoid = None;
-        let mut attempt = 0u32;
-        let mut parts = Some(parts);
-        loop {
-            attempt += 1;
-            // The last possible attempt takes the head itself; only retries pay for a copy.
-            let req = match parts.take() {
-                Some(head) if attempt >= max_attempts => Request::from_parts(head, peeked.replay()),
-                Some(head) => {
-                    let req = rebuild(&head, peeked.replay());
-                    parts = Some(head);
-                    req
-                }
-                None => {
-                    return Err(Failure::BadGateway("no request head left to retry".into()));
-                }
-            };
-            let result = self
+        for attempt in 1..max_attempts {
+            // A retry may follow, so this attempt sends a copy of the head.
+            let req = rebuild(&parts, peeked.replay());
+            match self
                 .try_once(cluster, req, avoid, policy, forwarded, attempt)
-                .await;
-            match result {
+                .await
+            {
                 Ok(resp) => return Ok(resp),
                 Err(TryError::Failure(f)) => return Err(f),
                 Err(retryable) => {
-                    let can_retry = attempt < max_attempts
-                        && self.route.budget.as_ref().is_none_or(|b| b.withdraw());
-                    if !can_retry {
-                        return match retryable {
-                            TryError::RetryableResponse(resp) => Ok(resp),
-                            TryError::Retryable(f) | TryError::Failure(f) => Err(f),
-                        };
+                    if !self.route.budget.as_ref().is_none_or(|b| b.withdraw()) {
+                        return retryable.into_answer();
                     }
                     avoid = forwarded.as_ref().map(|f| f.endpoint);
                     tracing::debug!(route = %self.route.name, attempt, "retrying");
@@ -149,6 +141,11 @@ impl Attempts<'_> {
                 }
             }
         }
+        // The last possible attempt takes the head itself: only retries pay for a copy.
+        let req = Request::from_parts(parts, peeked.replay());
+        self.try_once(cluster, req, avoid, policy, forwarded, max_attempts)
+            .await
+            .or_else(TryError::into_answer)
     }
 
     async fn try_once(
