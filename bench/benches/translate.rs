@@ -42,6 +42,26 @@ fn fp32_json(n: usize) -> Bytes {
     ))
 }
 
+/// `n` FP32 values in [-1, 1) as their shortest text (mostly 8-11 characters, up to nine
+/// significant digits), as the whole-process translate scenario sends them: the digits of real
+/// activations, and the mantissas past 2^24 that the exact-conversion fast paths must handle.
+fn fp32_activations_json(n: usize) -> Bytes {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let values: Vec<String> = (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let unit = (state >> 40) as f32 / (1u32 << 24) as f32;
+            (unit * 2.0 - 1.0).to_string()
+        })
+        .collect();
+    let data = values.join(",");
+    Bytes::from(format!(
+        r#"{{"inputs":[{{"name":"x","shape":[1,{n}],"datatype":"FP32","data":[{data}]}}]}}"#
+    ))
+}
+
 fn fp32_binary(n: usize) -> (Bytes, String) {
     let header = format!(
         r#"{{"inputs":[{{"name":"x","shape":[1,{n}],"datatype":"FP32","parameters":{{"binary_data_size":{}}}}}]}}"#,
@@ -70,6 +90,12 @@ fn rest_to_grpc(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(body.len() as u64));
     g.sample_size(10);
     g.bench_function("fp32_1m_json", |b| {
+        b.iter(|| rest_request_to_grpc(&ep, black_box(body.clone()), None, LIMIT))
+    });
+
+    let body = fp32_activations_json(1_000_000);
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("fp32_1m_json_activations", |b| {
         b.iter(|| rest_request_to_grpc(&ep, black_box(body.clone()), None, LIMIT))
     });
 

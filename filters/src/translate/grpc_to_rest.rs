@@ -365,21 +365,23 @@ fn infer_response(
     let mut raw_out = Vec::new();
     let mut outputs = Vec::with_capacity(tensors.len());
     for t in tensors {
-        let contents =
-            match (t.data, go_raw) {
-                (TensorData::Raw(r), true) => {
-                    raw_out.push(r);
-                    None
-                }
-                (TensorData::Typed(c), true) => {
-                    raw_out.push(raw::encode(t.dt, &c));
-                    None
-                }
-                (TensorData::Typed(c), false) => Some(c),
-                (TensorData::Raw(r), false) => Some(raw::decode(t.dt, &r).map_err(|e| {
+        let contents = match (t.data, go_raw) {
+            // Decoded FP32 bytes are already the raw form.
+            (TensorData::Raw(r) | TensorData::Fp32Le(r), true) => {
+                raw_out.push(r);
+                None
+            }
+            (TensorData::Typed(c), true) => {
+                raw_out.push(raw::encode(t.dt, &c));
+                None
+            }
+            (TensorData::Typed(c), false) => Some(c),
+            (TensorData::Raw(r) | TensorData::Fp32Le(r), false) => {
+                Some(raw::decode(t.dt, &r).map_err(|e| {
                     TranslateError::BadUpstream(format!("output {:?}: {e}", t.name))
-                })?),
-            };
+                })?)
+            }
+        };
         outputs.push(pb::model_infer_response::InferOutputTensor {
             name: t.name,
             datatype: t.dt.as_str().to_owned(),

@@ -24,6 +24,7 @@ use super::datatype::DataType;
 use super::error::TranslateError;
 use super::params;
 use super::pb::{InferParameter, InferTensorContents};
+use super::tensor::TensorData;
 
 /// Decoded-bytes accounting shared by every tensor of one message.
 #[derive(Debug)]
@@ -47,10 +48,11 @@ pub(crate) struct JsonTensor {
 /// Tensor values from `data`.
 #[derive(Debug)]
 pub(crate) enum Decoded {
-    /// Decoded into the packed field of `dt`; `count` elements.
+    /// Decoded into the packed field of `dt` (FP32 as [`TensorData::Fp32Le`]); `count`
+    /// elements.
     Typed {
         dt: DataType,
-        contents: InferTensorContents,
+        data: TensorData,
         count: usize,
     },
     /// `data` came before `datatype`: the scalars, converted later by [`Decoded::resolve`].
@@ -132,13 +134,13 @@ impl Decoded {
         self,
         dt: DataType,
         budget: &Budget,
-    ) -> Result<(InferTensorContents, usize), String> {
+    ) -> Result<(TensorData, usize), String> {
         match self {
             Decoded::Typed {
                 dt: got,
-                contents,
+                data,
                 count,
-            } if got == dt => Ok((contents, count)),
+            } if got == dt => Ok((data, count)),
             Decoded::Typed { .. } => Err("internal: datatype changed after decoding".into()),
             Decoded::Deferred(scalars) => {
                 let mut sink = Sink::typed(dt, scalars.len(), usize::MAX, budget)?;
@@ -151,7 +153,7 @@ impl Decoded {
                         Scalar::Str(s) => sink.push_str(&s)?,
                     }
                 }
-                Ok((sink.contents, sink.count))
+                Ok(sink.finish())
             }
         }
     }
@@ -161,6 +163,9 @@ impl Decoded {
 struct Sink<'b> {
     dt: Option<DataType>,
     contents: InferTensorContents,
+    /// FP32 values as little-endian bytes: the packed field's payload and the raw form alike,
+    /// so the encoder sends these bytes as they are.
+    fp32: Vec<u8>,
     deferred: Vec<Scalar>,
     count: usize,
     budget: &'b Budget,
@@ -185,6 +190,7 @@ impl<'b> Sink<'b> {
         // whatever the declared shape says.
         let cap = declared.min(json_len / 2 + 1);
         let mut contents = InferTensorContents::default();
+        let mut fp32 = Vec::new();
         match dt {
             DataType::Bool => contents.bool_contents.reserve(cap),
             DataType::Int8 | DataType::Int16 | DataType::Int32 => {
@@ -195,7 +201,7 @@ impl<'b> Sink<'b> {
                 contents.uint_contents.reserve(cap)
             }
             DataType::Uint64 => contents.uint64_contents.reserve(cap),
-            DataType::Fp32 => contents.fp32_contents.reserve(cap),
+            DataType::Fp32 => fp32.reserve(cap.saturating_mul(4)),
             DataType::Fp64 => contents.fp64_contents.reserve(cap),
             DataType::Bytes => contents.bytes_contents.reserve(cap),
             DataType::Fp16 | DataType::Bf16 => {}
@@ -203,6 +209,7 @@ impl<'b> Sink<'b> {
         Ok(Sink {
             dt: Some(dt),
             contents,
+            fp32,
             deferred: Vec::new(),
             count: 0,
             budget,
@@ -213,6 +220,7 @@ impl<'b> Sink<'b> {
         Sink {
             dt: None,
             contents: InferTensorContents::default(),
+            fp32: Vec::new(),
             deferred: Vec::new(),
             count: 0,
             budget,
@@ -332,8 +340,29 @@ impl<'b> Sink<'b> {
             return Err("decoded tensor data exceeds the limit");
         }
         self.count += 1;
-        self.contents.fp32_contents.push(v);
+        self.fp32.extend_from_slice(&v.to_le_bytes());
         Ok(())
+    }
+
+    /// Accounts for `n` FP32 values [`Reader::fp32_run`] appended to `fp32`: one budget charge
+    /// per run rather than per element (the run itself is bounded by the document's length).
+    fn ran_fp32(&mut self, n: usize) -> Result<(), &'static str> {
+        self.count += n;
+        if self.budget.charge((n as u64).saturating_mul(4)) {
+            Ok(())
+        } else {
+            Err("decoded tensor data exceeds the limit")
+        }
+    }
+
+    /// The decoded values and their count.
+    fn finish(self) -> (TensorData, usize) {
+        let data = if self.dt == Some(DataType::Fp32) {
+            TensorData::Fp32Le(Bytes::from(self.fp32))
+        } else {
+            TensorData::Typed(self.contents)
+        };
+        (data, self.count)
     }
 
     fn push_f64(&mut self, v: f64) -> Result<(), String> {
@@ -344,7 +373,7 @@ impl<'b> Sink<'b> {
             }
             Some(DataType::Fp32) => {
                 self.charge(4)?;
-                self.contents.fp32_contents.push(v as f32);
+                self.fp32.extend_from_slice(&(v as f32).to_le_bytes());
             }
             Some(DataType::Fp64) => {
                 self.charge(8)?;
@@ -363,7 +392,7 @@ impl<'b> Sink<'b> {
             (Some(DataType::Fp32), _) => {
                 let v = n.to_f32().ok_or_else(invalid)?;
                 self.charge(4)?;
-                self.contents.fp32_contents.push(v);
+                self.fp32.extend_from_slice(&v.to_le_bytes());
                 Ok(())
             }
             (Some(DataType::Fp64), _) => {
@@ -432,12 +461,18 @@ fn data(r: &mut Reader<'_>, sink: &mut Sink<'_>) -> Result<(), String> {
     })
 }
 
-/// [`data`] for FP32, the bulk of model traffic: numbers go straight into the packed field
-/// with no per-element dispatch on the datatype.
+/// [`data`] for FP32, the bulk of model traffic: numbers go straight into the packed field's
+/// bytes with no per-element dispatch on the datatype. A flat run of plain numbers goes through
+/// [`Reader::fp32_run`]; an element it leaves (NaN, a long mantissa, the last bytes of the
+/// document) is read here, exactly, and the run resumes after it.
 fn data_fp32(r: &mut Reader<'_>, sink: &mut Sink<'_>) -> Result<(), String> {
     r.array(|r| {
         if r.peek() == Some(b'[') {
             return data_fp32(r, sink);
+        }
+        let ran = r.fp32_run(&mut sink.fp32);
+        if ran > 0 {
+            return sink.ran_fp32(ran).map_err(|e| r.error(e));
         }
         let v = match r.f32_fast() {
             Some(v) => v,
@@ -447,12 +482,7 @@ fn data_fp32(r: &mut Reader<'_>, sink: &mut Sink<'_>) -> Result<(), String> {
                     .ok_or_else(|| r.error(format!("invalid number {n:?}")))?
             }
         };
-        sink.push_f32(v).map_err(|e| r.error(e))?;
-        // The rest of a flat run of short numbers, without the generic array walk.
-        while let Some(v) = r.next_f32_fast() {
-            sink.push_f32(v).map_err(|e| r.error(e))?;
-        }
-        Ok(())
+        sink.push_f32(v).map_err(|e| r.error(e))
     })
 }
 
@@ -550,11 +580,10 @@ fn tensor(
                 };
                 data(r, &mut sink).map_err(|e| format!("{label}: data: {e}"))?;
                 t.data = Some(match sink.dt {
-                    Some(dt) => Decoded::Typed {
-                        dt,
-                        contents: sink.contents,
-                        count: sink.count,
-                    },
+                    Some(dt) => {
+                        let (data, count) = sink.finish();
+                        Decoded::Typed { dt, data, count }
+                    }
                     None => Decoded::Deferred(sink.deferred),
                 });
             }

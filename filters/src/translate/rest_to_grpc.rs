@@ -89,8 +89,8 @@ pub(crate) fn request(
             (frame(&|| model().encode_to_vec()), OutputPlan::default())
         }
         Rpc::ModelInfer => {
-            let (msg, raw, plan) = infer_request(ep, body, header_len, limit)?;
-            (grpc_frame::encode_with_raw(&msg, 7, &raw), plan)
+            let (msg, fp32, raw, plan) = infer_request(ep, body, header_len, limit)?;
+            (grpc_frame::encode_infer_request(msg, &fp32, &raw), plan)
         }
     })
 }
@@ -118,13 +118,24 @@ pub(crate) fn split_body(
     Ok((body.slice(..n), body.slice(n..)))
 }
 
-/// REST infer JSON (+ binary sections) → `ModelInferRequest` and its raw tensors.
+/// The parts of a translated infer request: the message; per input, the FP32 values that go in
+/// its `contents` as the packed field's little-endian bytes (the input's `contents` is then
+/// `None`); the raw tensors; and how the caller wants outputs back.
+type InferRequestParts = (
+    pb::ModelInferRequest,
+    Vec<Option<Bytes>>,
+    Vec<Bytes>,
+    OutputPlan,
+);
+
+/// REST infer JSON (+ binary sections) → `ModelInferRequest`, its packed FP32 inputs and its
+/// raw tensors.
 pub(crate) fn infer_request(
     ep: &Endpoint,
     body: Bytes,
     header_len: Option<&str>,
     limit: u64,
-) -> Result<(pb::ModelInferRequest, Vec<Bytes>, OutputPlan), TranslateError> {
+) -> Result<InferRequestParts, TranslateError> {
     let (json, tail) = split_body(body, header_len)?;
     let budget = Budget::new(limit);
     let parsed = json_in::parse_infer(&json, &budget)?;
@@ -149,9 +160,16 @@ pub(crate) fn infer_request(
     let any_raw = tensors.iter().any(|t| matches!(t.data, TensorData::Raw(_)));
     let mut raw_inputs = Vec::new();
     let mut inputs = Vec::with_capacity(tensors.len());
+    let mut fp32 = Vec::with_capacity(tensors.len());
     for t in tensors {
+        let mut packed = None;
         let contents = match t.data {
-            TensorData::Raw(r) => {
+            TensorData::Fp32Le(r) if !any_raw => {
+                packed = Some(r);
+                None
+            }
+            // Decoded FP32 bytes are already the raw form.
+            TensorData::Raw(r) | TensorData::Fp32Le(r) => {
                 raw_inputs.push(r);
                 None
             }
@@ -161,6 +179,7 @@ pub(crate) fn infer_request(
             }
             TensorData::Typed(c) => Some(c),
         };
+        fp32.push(packed);
         inputs.push(pb::model_infer_request::InferInputTensor {
             name: t.name,
             datatype: t.dt.as_str().to_owned(),
@@ -203,7 +222,7 @@ pub(crate) fn infer_request(
         outputs,
         raw_input_contents: Vec::new(),
     };
-    Ok((msg, raw_inputs, plan))
+    Ok((msg, fp32, raw_inputs, plan))
 }
 
 /// Turns a successful gRPC answer into the REST response.

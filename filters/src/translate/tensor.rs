@@ -31,6 +31,9 @@ pub(crate) enum TensorData {
     Raw(Bytes),
     /// Typed contents decoded from JSON.
     Typed(InferTensorContents),
+    /// FP32 values decoded from JSON, as little-endian bytes: the payload of the packed
+    /// `fp32_contents` field and the raw form at once, so either is sent without re-encoding.
+    Fp32Le(Bytes),
 }
 
 /// Binary sections after the JSON header, handed out in tensor order.
@@ -138,12 +141,9 @@ pub(crate) fn check(
             let count = raw::count(dt, &section).map_err(|e| bad(format!("{label}: {e}")))?;
             (TensorData::Raw(section), count)
         }
-        (None, Some(decoded)) => {
-            let (contents, count) = decoded
-                .resolve(dt, budget)
-                .map_err(|e| bad(format!("{label}: {e}")))?;
-            (TensorData::Typed(contents), count)
-        }
+        (None, Some(decoded)) => decoded
+            .resolve(dt, budget)
+            .map_err(|e| bad(format!("{label}: {e}")))?,
     };
     if count != declared {
         return Err(bad(format!(

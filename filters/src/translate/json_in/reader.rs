@@ -7,6 +7,7 @@
 //! rounding). Nesting is bounded, so hostile input cannot exhaust the stack.
 
 mod fast_number;
+mod fp32_run;
 
 use std::borrow::Cow;
 

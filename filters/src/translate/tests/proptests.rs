@@ -124,7 +124,7 @@ proptest! {
         prop_assert_eq!(out.dt, dt);
         prop_assert_eq!(&out.shape, &shape);
         let got = match out.data {
-            TensorData::Raw(r) => r.to_vec(),
+            TensorData::Raw(r) | TensorData::Fp32Le(r) => r.to_vec(),
             TensorData::Typed(c) => crate::translate::raw::encode(dt, &c).to_vec(),
         };
         prop_assert_eq!(got, raw);

@@ -52,24 +52,6 @@ impl Reader<'_> {
         self.pos = s.end;
         Some(v)
     }
-
-    /// After an array element: when a `,` and then a number [`Reader::f32_fast`] reads follow,
-    /// consumes both and gives the number; otherwise consumes nothing. Lets the FP32 loop run
-    /// element after element without going back through the generic array walk.
-    #[inline]
-    pub(crate) fn next_f32_fast(&mut self) -> Option<f32> {
-        if self.buf.get(self.pos) != Some(&b',') {
-            return None;
-        }
-        let mut i = self.pos + 1;
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.buf.get(i) {
-            i += 1;
-        }
-        let s = scan(self.buf, i)?;
-        let v = s.dec.f32_fast()?;
-        self.pos = s.end;
-        Some(v)
-    }
 }
 
 /// Scans the number token at `buf[start..]`, or `None` to leave it to the byte-wise scanner.
@@ -153,7 +135,7 @@ fn pow10(k: usize) -> Option<u64> {
 
 /// How many of the word's bytes, from the first (lowest), are ASCII digits: 0 to 8.
 #[inline]
-fn leading_digits(word: u64) -> usize {
+pub(super) fn leading_digits(word: u64) -> usize {
     // A digit byte becomes 0..=9; +0x76 keeps those below 0x80 and lifts every other byte, or it
     // already had its top bit set. A carry only spills into later bytes, so the first flagged
     // byte is always the first non-digit.
@@ -164,7 +146,7 @@ fn leading_digits(word: u64) -> usize {
 
 /// The value of the first `k` (1..=8) digit bytes of `word`.
 #[inline]
-fn first_digits(word: u64, k: usize) -> u64 {
+pub(super) fn first_digits(word: u64, k: usize) -> u64 {
     // Move the k digits to the top and pad the front with '0's: eight digits, same value.
     let pad = (8 - k) as u32 * 8;
     let word = word.checked_shl(pad).unwrap_or(0) | ZEROS.checked_shr(64 - pad).unwrap_or(0);
