@@ -81,6 +81,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         failures: outcome.failures.clone(),
         headline: report::headline(&aggregates),
         translate: report::translate::verdicts(&aggregates),
+        translate_binary: report::translate::binary_verdict(&aggregates),
         aggregates,
         samples: outcome.samples,
     };

@@ -87,6 +87,8 @@ pub struct Report {
     pub headline: Vec<Headline>,
     /// ferry vs Envoy on REST → gRPC translation, against the targets.
     pub translate: Vec<translate::TranslateVerdict>,
+    /// ferry's binary-tensor translation beside its plain 1 MiB POST.
+    pub translate_binary: Option<translate::BinaryVerdict>,
     /// Per-target medians and spread.
     pub aggregates: Vec<Aggregate>,
     /// Raw measurements.

@@ -43,6 +43,10 @@ pub enum Scenario {
 /// Tensor sizes (FP32 elements) of the `translate` scenario.
 pub const TRANSLATE_SIZES: [usize; 3] = [64, 65_536, 1_000_000];
 
+/// The `translate` scenario's binary-tensor case (ferry only): a 1 MiB FP32 tensor sent as a
+/// binary section, beside `upload_1mib`.
+pub const BINARY_SCENARIO: &str = "translate_binary_1mib";
+
 // === impl Scenario ===
 
 impl Scenario {
@@ -198,6 +202,15 @@ pub async fn run(plan: &Plan) -> Outcome {
                             rep + 1
                         ));
                     }
+                }
+                if target.kind == Kind::Ferry
+                    && let Err(e) = ctx.translate_binary().await
+                {
+                    outcome.failures.push(format!(
+                        "{} rep {} translate binary: {e}",
+                        target.kind.name(),
+                        rep + 1
+                    ));
                 }
             }
             let (samples, failures) = ctx.finish();

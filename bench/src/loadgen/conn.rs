@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use http::{Method, Request, StatusCode, header};
+use http::{HeaderName, HeaderValue, Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -31,6 +31,8 @@ pub struct RequestSpec {
     pub body: Bytes,
     /// Send as gRPC (content-type, `te: trailers`) and require `grpc-status: 0`.
     pub grpc: bool,
+    /// Extra request headers.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl RequestSpec {
@@ -41,6 +43,7 @@ impl RequestSpec {
             path: path.to_owned(),
             body: Bytes::new(),
             grpc: false,
+            headers: Vec::new(),
         }
     }
 }
@@ -128,6 +131,9 @@ impl Conn {
             builder = builder
                 .header(header::CONTENT_TYPE, "application/grpc")
                 .header(header::TE, "trailers");
+        }
+        for (name, value) in &spec.headers {
+            builder = builder.header(name, value);
         }
         let req = builder
             .body(Full::new(spec.body.clone()))

@@ -39,6 +39,9 @@ pub fn render(report: &Report) -> String {
     }
     headline(&mut md, report);
     super::translate::render(&mut md, &report.translate);
+    if let Some(binary) = &report.translate_binary {
+        super::translate::render_binary(&mut md, binary);
+    }
     details(&mut md, &report.aggregates);
     md
 }

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::{Aggregate, find, markdown::num};
-use crate::scenarios::TRANSLATE_SIZES;
+use crate::scenarios::{BINARY_SCENARIO, TRANSLATE_SIZES};
 use crate::targets::Kind;
 
 /// One tensor size's comparison.
@@ -83,4 +83,64 @@ pub fn render(md: &mut String, verdicts: &[TranslateVerdict]) {
         );
     }
     md.push('\n');
+}
+
+/// Binary tensors must keep at least this share of plain 1 MiB POST throughput.
+pub const BINARY_TARGET: f64 = 0.9;
+
+/// ferry translating a 1 MiB FP32 tensor sent as a binary section, beside ferry proxying a
+/// plain 1 MiB POST, in the same run.
+#[derive(Debug, Clone, Serialize)]
+pub struct BinaryVerdict {
+    /// Median req/s of the binary-tensor translation.
+    pub translate_rps: f64,
+    /// Median req/s of the plain 1 MiB POST.
+    pub upload_rps: f64,
+    /// translate ÷ upload.
+    pub ratio: f64,
+    /// ferry's median CPU-ms per translated request.
+    pub translate_cpu_ms: f64,
+    /// ferry's median CPU-ms per plain POST.
+    pub upload_cpu_ms: f64,
+    /// Whether the ratio reaches [`BINARY_TARGET`].
+    pub met: bool,
+}
+
+/// The verdict when both scenarios ran for ferry.
+pub fn binary_verdict(aggs: &[Aggregate]) -> Option<BinaryVerdict> {
+    let median =
+        |scenario: &str, metric: &str| find(aggs, scenario, metric, Kind::Ferry).map(|a| a.median);
+    let translate_rps = median(BINARY_SCENARIO, "rps")?;
+    let upload_rps = median("upload_1mib", "rps")?;
+    let ratio = translate_rps / upload_rps;
+    Some(BinaryVerdict {
+        translate_rps,
+        upload_rps,
+        ratio,
+        translate_cpu_ms: median(BINARY_SCENARIO, "cpu_ms_per_req").unwrap_or(f64::NAN),
+        // CPU-s per 10,000 requests → CPU-ms per request.
+        upload_cpu_ms: median("upload_1mib", "cpu_s_per_10k").map_or(f64::NAN, |s| s / 10.0),
+        met: ratio.is_finite() && ratio >= BINARY_TARGET,
+    })
+}
+
+/// The markdown lines of the binary-tensor verdict.
+pub fn render_binary(md: &mut String, v: &BinaryVerdict) {
+    let _ = writeln!(
+        md,
+        "## Binary tensors: 1 MiB FP32 as a binary section, REST → gRPC, vs a plain 1 MiB POST\n\n\
+         Both through ferry, same run, 4 connections each. Target: ≥ {:.0} % of the plain POST's \
+         throughput.\n\n\
+         | | req/s | ferry CPU-ms/req |\n|---|---|---|\n\
+         | plain 1 MiB POST | {} | {} |\n\
+         | binary tensor, translated | {} | {} |\n\
+         | translated ÷ plain | {:.2}× | {} |\n",
+        BINARY_TARGET * 100.0,
+        num(v.upload_rps),
+        num(v.upload_cpu_ms),
+        num(v.translate_rps),
+        num(v.translate_cpu_ms),
+        v.ratio,
+        if v.met { "met" } else { "**missed**" }
+    );
 }

@@ -147,6 +147,7 @@ impl<'a> Ctx<'a> {
                     path: GRPC_PATH.to_owned(),
                     body: grpc_message(),
                     grpc: true,
+                    headers: Vec::new(),
                 };
                 let plan = self.load_plan(running, Proto::H2c, 1, 100, spec);
                 self.load(running, name, &plan, Shape::Closed).await?;
@@ -157,6 +158,7 @@ impl<'a> Ctx<'a> {
                     path: "/upload".to_owned(),
                     body: Bytes::from(vec![0x5au8; 1 << 20]),
                     grpc: false,
+                    headers: Vec::new(),
                 };
                 let plan = self.load_plan(running, Proto::Http1, 4, 1, spec);
                 let (stats, _) = self.load(running, name, &plan, Shape::Closed).await?;
