@@ -34,6 +34,7 @@ mod params;
 pub mod pb;
 mod raw;
 mod rest_to_grpc;
+mod section_stream;
 pub(crate) mod service;
 mod tensor;
 

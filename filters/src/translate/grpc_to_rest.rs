@@ -376,6 +376,13 @@ fn infer_response(
                 None
             }
             (TensorData::Typed(c), false) => Some(c),
+            // Answers are read whole, so their sections are never still arriving.
+            (TensorData::Pending(_), _) => {
+                return Err(TranslateError::BadUpstream(format!(
+                    "output {:?}: binary section missing from the answer",
+                    t.name
+                )));
+            }
             (TensorData::Raw(r) | TensorData::Fp32Le(r), false) => {
                 Some(raw::decode(t.dt, &r).map_err(|e| {
                     TranslateError::BadUpstream(format!("output {:?}: {e}", t.name))

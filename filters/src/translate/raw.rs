@@ -10,13 +10,25 @@ use super::pb::InferTensorContents;
 /// Counts the elements of a raw tensor, checking it is well formed for `dt`.
 pub(crate) fn count(dt: DataType, raw: &[u8]) -> Result<usize, String> {
     match dt.size() {
-        Some(size) if raw.len().is_multiple_of(size) => Ok(raw.len() / size),
+        Some(_) => count_fixed(dt, raw.len()),
+        None => Ok(bytes_elements(raw).try_fold(0usize, |n, e| e.map(|_| n + 1))?),
+    }
+}
+
+/// Counts the elements of a `len`-byte raw tensor of a fixed-size datatype, without its bytes
+/// (a section still arriving). BYTES elements carry their own lengths, so their count needs the
+/// bytes: an error here.
+pub(crate) fn count_fixed(dt: DataType, len: usize) -> Result<usize, String> {
+    match dt.size() {
+        Some(size) if len.is_multiple_of(size) => Ok(len / size),
         Some(size) => Err(format!(
-            "{} bytes is not a whole number of {} elements ({size} bytes each)",
-            raw.len(),
+            "{len} bytes is not a whole number of {} elements ({size} bytes each)",
             dt.as_str()
         )),
-        None => Ok(bytes_elements(raw).try_fold(0usize, |n, e| e.map(|_| n + 1))?),
+        None => Err(format!(
+            "{} elements cannot be counted before the section arrives",
+            dt.as_str()
+        )),
     }
 }
 

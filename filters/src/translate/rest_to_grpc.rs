@@ -17,7 +17,7 @@ use super::json_in::{self, Budget};
 use super::json_out::{self, DataRef};
 use super::pb;
 use super::raw;
-use super::tensor::{self, Sections, TensorData};
+use super::tensor::{self, RawInput, Sections, TensorData};
 
 /// The binary extension's request-level "all outputs binary" parameter.
 pub(crate) const BINARY_DATA_OUTPUT: &str = "binary_data_output";
@@ -121,10 +121,10 @@ pub(crate) fn split_body(
 /// The parts of a translated infer request: the message; per input, the FP32 values that go in
 /// its `contents` as the packed field's little-endian bytes (the input's `contents` is then
 /// `None`); the raw tensors; and how the caller wants outputs back.
-type InferRequestParts = (
+type InferRequestParts<R = Bytes> = (
     pb::ModelInferRequest,
     Vec<Option<Bytes>>,
-    Vec<Bytes>,
+    Vec<R>,
     OutputPlan,
 );
 
@@ -139,10 +139,21 @@ pub(crate) fn infer_request(
     let (json, tail) = split_body(body, header_len)?;
     let budget = Budget::new(limit);
     let parsed = json_in::parse_infer(&json, &budget)?;
+    let (msg, fp32, raw, plan) = infer_parts(ep, parsed, Sections::new(tail), &budget)?;
+    Ok((msg, fp32, RawInput::all_ready(raw)?, plan))
+}
+
+/// Parsed infer JSON plus its binary sections (received, or only declared while they are
+/// still arriving) → `ModelInferRequest`, its packed FP32 inputs and its raw tensors.
+pub(crate) fn infer_parts(
+    ep: &Endpoint,
+    parsed: json_in::InferJson,
+    mut sections: Sections,
+    budget: &Budget,
+) -> Result<InferRequestParts<RawInput>, TranslateError> {
     let mut parameters = parsed.parameters;
     let binary_default =
         tensor::take_flag(&mut parameters, BINARY_DATA_OUTPUT, "request")?.unwrap_or(false);
-    let mut sections = Sections::new(tail);
     let mut names = HashSet::new();
     let mut tensors = Vec::with_capacity(parsed.inputs.len());
     for (i, t) in parsed.inputs.into_iter().enumerate() {
@@ -152,12 +163,14 @@ pub(crate) fn infer_request(
             t,
             &mut names,
             &mut sections,
-            &budget,
+            budget,
         )?);
     }
     sections.finish()?;
     // raw_input_contents is all-or-nothing: once one input is raw, every input goes raw.
-    let any_raw = tensors.iter().any(|t| matches!(t.data, TensorData::Raw(_)));
+    let any_raw = tensors
+        .iter()
+        .any(|t| matches!(t.data, TensorData::Raw(_) | TensorData::Pending(_)));
     let mut raw_inputs = Vec::new();
     let mut inputs = Vec::with_capacity(tensors.len());
     let mut fp32 = Vec::with_capacity(tensors.len());
@@ -170,11 +183,15 @@ pub(crate) fn infer_request(
             }
             // Decoded FP32 bytes are already the raw form.
             TensorData::Raw(r) | TensorData::Fp32Le(r) => {
-                raw_inputs.push(r);
+                raw_inputs.push(RawInput::Ready(r));
+                None
+            }
+            TensorData::Pending(n) => {
+                raw_inputs.push(RawInput::Body(n));
                 None
             }
             TensorData::Typed(c) if any_raw => {
-                raw_inputs.push(raw::encode(t.dt, &c));
+                raw_inputs.push(RawInput::Ready(raw::encode(t.dt, &c)));
                 None
             }
             TensorData::Typed(c) => Some(c),

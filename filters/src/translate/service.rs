@@ -21,6 +21,7 @@ use super::grpc_message::{percent_decode, percent_encode};
 use super::grpc_to_rest::{self, GrpcPlan};
 use super::pb::SERVICE_PATH;
 use super::rest_to_grpc::{self, InferAnswer, OutputPlan};
+use super::section_stream;
 use super::{BoxError, ChunksBody, Direction, TranslateBody, TranslateSettings};
 
 /// The binary extension's header: length of the JSON part of the body.
@@ -173,14 +174,7 @@ pub(crate) async fn collect(
     let mut len = 0u64;
     let mut trailers = None;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| match crate::body_limit::find(e.as_ref()) {
-            // The listener's limit cut the body: too much, not malformed.
-            Some(too_large) => TranslateError::TooLarge {
-                what: "request body",
-                limit: too_large.limit,
-            },
-            None => TranslateError::BadRequest(format!("reading the body: {e}")),
-        })?;
+        let frame = frame.map_err(|e| read_error(e.as_ref()))?;
         match frame.into_data() {
             Ok(data) => {
                 len = len.saturating_add(data.len() as u64);
@@ -211,6 +205,18 @@ pub(crate) async fn collect(
     }
     let bytes = first.unwrap_or_else(|| all.freeze());
     Ok((bytes, trailers))
+}
+
+/// A fault reading the caller's body.
+pub(crate) fn read_error(e: &(dyn std::error::Error + Send + Sync + 'static)) -> TranslateError {
+    match crate::body_limit::find(e) {
+        // The listener's limit cut the body: too much, not malformed.
+        Some(too_large) => TranslateError::TooLarge {
+            what: "request body",
+            limit: too_large.limit,
+        },
+        None => TranslateError::BadRequest(format!("reading the body: {e}")),
+    }
 }
 
 /// Headers that describe the old body or protocol and must not cross the translation.
@@ -248,14 +254,23 @@ async fn rest_request(
     let ep = Endpoint::from_rest(&parts.method, parts.uri.path()).ok_or_else(|| {
         TranslateError::NoEndpoint(format!("{} {}", parts.method, parts.uri.path()))
     })?;
-    let (bytes, _) = collect(body, limit).await?;
-    let header_len = parts
-        .headers
-        .get(&INFERENCE_HEADER_CONTENT_LENGTH)
-        .map(|v| v.to_str().unwrap_or("invalid"));
-    let (chunks, plan) = rest_to_grpc::request(&ep, bytes, header_len, limit)?;
-    let body = ChunksBody::new(chunks, None);
-    let mut out = Request::new(boxed(body));
+    // Binary sections stream behind the message head when their lengths are declared.
+    let declared = (ep.rpc == Rpc::ModelInfer)
+        .then(|| section_stream::declared(&parts.headers, limit))
+        .flatten();
+    let (body, plan) = match declared {
+        Some(declared) => section_stream::infer_request(&ep, declared, body, limit).await?,
+        None => {
+            let (bytes, _) = collect(body, limit).await?;
+            let header_len = parts
+                .headers
+                .get(&INFERENCE_HEADER_CONTENT_LENGTH)
+                .map(|v| v.to_str().unwrap_or("invalid"));
+            let (chunks, plan) = rest_to_grpc::request(&ep, bytes, header_len, limit)?;
+            (boxed(ChunksBody::new(chunks, None)), plan)
+        }
+    };
+    let mut out = Request::new(body);
     *out.method_mut() = Method::POST;
     *out.version_mut() = Version::HTTP_2;
     let path = format!("{SERVICE_PATH}{}", ep.rpc.method_name());

@@ -34,11 +34,41 @@ pub(crate) enum TensorData {
     /// FP32 values decoded from JSON, as little-endian bytes: the payload of the packed
     /// `fp32_contents` field and the raw form at once, so either is sent without re-encoding.
     Fp32Le(Bytes),
+    /// A binary section of this many bytes still arriving in the request body (the streaming
+    /// REST → gRPC path, which checks sizes against the declared body length).
+    Pending(usize),
 }
 
-/// Binary sections after the JSON header, handed out in tensor order.
+/// One `raw_input_contents` entry of a translated request.
+#[derive(Debug)]
+pub(crate) enum RawInput {
+    /// Bytes in hand: a received section, or a JSON tensor in raw form.
+    Ready(Bytes),
+    /// A section of this many bytes, passed through from the request body as it arrives.
+    Body(usize),
+}
+
+// === impl RawInput ===
+
+impl RawInput {
+    /// The entries of a body received whole, whose sections are all slices of it.
+    pub(crate) fn all_ready(raw: Vec<RawInput>) -> Result<Vec<Bytes>, TranslateError> {
+        raw.into_iter()
+            .map(|r| match r {
+                RawInput::Ready(b) => Ok(b),
+                RawInput::Body(_) => Err(TranslateError::BadRequest(
+                    "a binary section is missing from the received body".into(),
+                )),
+            })
+            .collect()
+    }
+}
+
+/// Binary sections after the JSON header, handed out in tensor order: slices of the received
+/// tail, or only their sizes when the tail is still arriving and only its length is known.
 pub(crate) struct Sections {
-    tail: Bytes,
+    tail: Option<Bytes>,
+    len: usize,
     offset: usize,
 }
 
@@ -46,35 +76,51 @@ pub(crate) struct Sections {
 
 impl Sections {
     pub(crate) fn new(tail: Bytes) -> Self {
-        Sections { tail, offset: 0 }
+        Sections {
+            len: tail.len(),
+            tail: Some(tail),
+            offset: 0,
+        }
     }
 
-    fn take(&mut self, size: u64, label: &str) -> Result<Bytes, TranslateError> {
-        let available = self.tail.len() - self.offset;
-        let end = usize::try_from(size)
+    /// Sections of a tail not yet received, `len` bytes long (Content-Length minus the JSON
+    /// header): sizes are checked, tensors get [`TensorData::Pending`].
+    pub(crate) fn declared(len: usize) -> Self {
+        Sections {
+            tail: None,
+            len,
+            offset: 0,
+        }
+    }
+
+    /// The next section's size, and its bytes once received.
+    fn take(&mut self, size: u64, label: &str) -> Result<(usize, Option<Bytes>), TranslateError> {
+        let available = self.len - self.offset;
+        let size = usize::try_from(size)
             .ok()
             .filter(|&s| s <= available)
-            .map(|s| self.offset + s)
             .ok_or_else(|| {
                 TranslateError::BadRequest(format!(
                     "{label}: binary_data_size {size} exceeds the {available} bytes left in the body"
                 ))
             })?;
-        let section = self.tail.slice(self.offset..end);
-        self.offset = end;
-        Ok(section)
+        let start = self.offset;
+        self.offset += size;
+        Ok((
+            size,
+            self.tail.as_ref().map(|t| t.slice(start..self.offset)),
+        ))
     }
 
     /// Checks every byte after the JSON header belonged to some tensor.
     pub(crate) fn finish(self) -> Result<(), TranslateError> {
-        let left = self.tail.len() - self.offset;
+        let left = self.len - self.offset;
         if left == 0 {
             Ok(())
         } else {
             Err(TranslateError::BadRequest(format!(
                 "binary sections add up to {} bytes but the body has {} after the JSON header",
-                self.offset,
-                self.tail.len()
+                self.offset, self.len
             )))
         }
     }
@@ -134,12 +180,15 @@ pub(crate) fn check(
             )));
         }
         (Some(size), None) => {
-            let section = sections.take(size, &label)?;
+            let (len, section) = sections.take(size, &label)?;
             if !budget.charge(size) {
                 return Err(budget.too_large());
             }
-            let count = raw::count(dt, &section).map_err(|e| bad(format!("{label}: {e}")))?;
-            (TensorData::Raw(section), count)
+            let (count, data) = match section {
+                Some(r) => (raw::count(dt, &r), TensorData::Raw(r)),
+                None => (raw::count_fixed(dt, len), TensorData::Pending(len)),
+            };
+            (data, count.map_err(|e| bad(format!("{label}: {e}")))?)
         }
         (None, Some(decoded)) => decoded
             .resolve(dt, budget)

@@ -5,6 +5,7 @@ mod answer_stream;
 mod grpc_to_rest;
 mod proptests;
 mod rest_to_grpc;
+mod section_stream;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
