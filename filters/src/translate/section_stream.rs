@@ -5,10 +5,11 @@
 //!
 //! Taken only when everything the message head needs is known from the JSON header and the
 //! declared lengths: an infer request with `Inference-Header-Content-Length` and
-//! `Content-Length` (the sections' sizes are checked against the latter), whose inputs are
-//! all of fixed-size datatypes. BYTES inputs (and unknown datatypes, so their error stays the
-//! same) go the collect path: a BYTES section's element count needs its u32 length prefixes,
-//! i.e. its bytes, before the message can be judged. A body that then ends early or runs long
+//! `Content-Length` (the sections' sizes are checked against the latter), whose sections
+//! are all of fixed-size datatypes. A request with a BYTES section goes the collect path: a
+//! BYTES section's element count needs its u32 length prefixes, i.e. its bytes, before the
+//! message can be judged. So do requests without `Content-Length` (nothing to check the
+//! sizes against) and JSON-only ones (nothing to overlap). A body that then ends early or runs long
 //! ends the stream with an error, so the upstream sees a reset rather than a message that
 //! parses.
 
