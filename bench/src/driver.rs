@@ -180,8 +180,7 @@ fn find_ferry(opts: &Options) -> Result<PathBuf> {
         return Ok(p.clone());
     }
     eprintln!("ferry-bench: building ferry (cargo build --release -p ferry-proxy)");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
+    let status = nested_cargo()
         .args(["build", "--release", "-p", "ferry-proxy", "--bin", "ferry"])
         .current_dir(&opts.workspace)
         .status()
@@ -244,4 +243,31 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// `cargo` for a build started from inside a cargo-run process (this binary under `cargo run`,
+/// or a test), without the variables cargo set for that process about its own package. A
+/// nested build that inherits them reruns every build script watching them (ring's watches
+/// `CARGO_PKG_NAME` and `CARGO_MANIFEST_DIR`), and the next ordinary build reruns them back:
+/// about half a minute of rebuilding each way.
+pub fn nested_cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        let n = name.to_string_lossy();
+        let own = n == "OUT_DIR"
+            || [
+                "CARGO_PKG_",
+                "CARGO_MANIFEST_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+            ]
+            .iter()
+            .any(|p| n.starts_with(p));
+        if own {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd
 }

@@ -17,9 +17,8 @@ use std::time::{Duration, Instant};
 fn ferry_binary() -> PathBuf {
     let bench = PathBuf::from(env!("CARGO_BIN_EXE_ferry-bench"));
     let ferry = bench.with_file_name("ferry");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let status = Command::new(cargo)
+    let status = ferry_bench::driver::nested_cargo()
         .args(["build", "-p", "ferry-proxy", "--bin", "ferry"])
         .current_dir(workspace)
         .status()

@@ -47,7 +47,27 @@ pub async fn ferry_bin() -> anyhow::Result<PathBuf> {
     FERRY_BIN
         .get_or_try_init(|| async {
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let out = tokio::process::Command::new(&cargo)
+            let mut cmd = tokio::process::Command::new(&cargo);
+            // Without the variables cargo set for this test about its own package: inherited,
+            // they rerun every build script watching them (ring's watches CARGO_PKG_NAME and
+            // CARGO_MANIFEST_DIR), here and again in the next ordinary build, ~30 s each way.
+            for (name, _) in std::env::vars_os() {
+                let n = name.to_string_lossy();
+                if n == "OUT_DIR"
+                    || [
+                        "CARGO_PKG_",
+                        "CARGO_MANIFEST_",
+                        "CARGO_CRATE_",
+                        "CARGO_BIN_",
+                    ]
+                    .iter()
+                    .any(|p| n.starts_with(p))
+                    || matches!(&*n, "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR")
+                {
+                    cmd.env_remove(&name);
+                }
+            }
+            let out = cmd
                 .args(["build", "--quiet", "-p", "ferry-proxy", "--bin", "ferry"])
                 .current_dir(root())
                 .env("CARGO_TARGET_DIR", target_dir())

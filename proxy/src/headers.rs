@@ -141,7 +141,13 @@ pub fn new_request_id() -> HeaderValue {
         *slot = HEX[((bits >> shift) & 0xf) as usize];
         nibble += 1;
     }
-    HeaderValue::from_bytes(&out).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+    let mut value =
+        HeaderValue::from_bytes(&out).unwrap_or_else(|_| HeaderValue::from_static("invalid"));
+    // Unique per request: HTTP/2's HPACK would add each one to the connection's header table,
+    // evicting entries that do repeat (user-agent, content-type, forwarded ...). Sensitive
+    // values are sent literally and never indexed.
+    value.set_sensitive(true);
+    value
 }
 
 /// Whether the request is gRPC (`content-type: application/grpc[+proto|...]`).
@@ -233,5 +239,7 @@ mod tests {
         let s = a.to_str().unwrap();
         assert_eq!(s.len(), 36);
         assert_eq!(&s[14..15], "4");
+        // Never indexed by HPACK: each id is used once.
+        assert!(a.is_sensitive() && b.is_sensitive());
     }
 }

@@ -244,6 +244,21 @@ async fn bodies_and_decoded_tensors_are_bounded() {
     let (status, _, b, _) = read(t.request(infer_request(&big)).await.unwrap_err()).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{:?}", b);
     assert!(String::from_utf8_lossy(&b).contains("decoded tensor data"));
+
+    // FP32 runs are charged once per run, still before anything goes upstream: 100 zeros in one
+    // flat run are a ~270-byte body (under the limit) that decodes to 400 bytes (over it).
+    let t = Translator::new(TranslateSettings {
+        max_decoded_bytes: MaxDecodedBytes(300),
+        ..settings(Direction::RestToGrpc)
+    });
+    let zeros = format!(
+        r#"{{"inputs":[{{"name":"x","shape":[100],"datatype":"FP32","data":[{}]}}]}}"#,
+        vec!["0"; 100].join(",")
+    );
+    assert!(zeros.len() <= 300);
+    let (status, _, b, _) = read(t.request(infer_request(&zeros)).await.unwrap_err()).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{:?}", b);
+    assert!(String::from_utf8_lossy(&b).contains("decoded tensor data"));
 }
 
 #[tokio::test]

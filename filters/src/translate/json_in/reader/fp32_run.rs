@@ -14,7 +14,8 @@
 //! the 29 it drops read exactly `0x1000_0000` at an `f32` rounding midpoint. When the product is
 //! more than 4 ulps from every midpoint, the true value lies on the same side of all of them and
 //! rounds to the same `f32`; otherwise (about one value in 50 million), and for anything the
-//! loop does not read whole (long mantissas, NaN, the end of the document, bad grammar), it stops
+//! loop does not read whole (long mantissas, exponents outside -30..=20 net, NaN, the end of
+//! the document, bad grammar), it stops
 //! before the element and the generic reader, which is exact and reports errors, takes over.
 //! So the fast path gives what `str::parse::<f32>` gives, or nothing.
 
@@ -22,19 +23,16 @@ use super::Reader;
 use super::fast_number::{first_digits, leading_digits};
 
 /// The smallest power of ten in [`POW10_F64`].
-const MIN_Q: i64 = -64;
+const MIN_Q: i64 = -30;
 
-/// 10^q as the nearest `f64` (the compiler rounds each literal correctly), q = -64..=38: every
-/// exponent an `f32` with at most 18 mantissa digits can need.
-static POW10_F64: [f64; 103] = [
-    1e-64, 1e-63, 1e-62, 1e-61, 1e-60, 1e-59, 1e-58, 1e-57, 1e-56, 1e-55, 1e-54, 1e-53, 1e-52,
-    1e-51, 1e-50, 1e-49, 1e-48, 1e-47, 1e-46, 1e-45, 1e-44, 1e-43, 1e-42, 1e-41, 1e-40, 1e-39,
-    1e-38, 1e-37, 1e-36, 1e-35, 1e-34, 1e-33, 1e-32, 1e-31, 1e-30, 1e-29, 1e-28, 1e-27, 1e-26,
-    1e-25, 1e-24, 1e-23, 1e-22, 1e-21, 1e-20, 1e-19, 1e-18, 1e-17, 1e-16, 1e-15, 1e-14, 1e-13,
-    1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3,
-    1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
-    1e21, 1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31, 1e32, 1e33, 1e34, 1e35, 1e36,
-    1e37, 1e38,
+/// 10^q as the nearest `f64` (the compiler rounds each literal correctly), q = -30..=20. With
+/// a mantissa below 10^18 every product lies in [1e-30, 1e38] or is 0, inside the normal
+/// `f32` range, so no range check is needed; other exponents take the general path.
+static POW10_F64: [f64; 51] = [
+    1e-30, 1e-29, 1e-28, 1e-27, 1e-26, 1e-25, 1e-24, 1e-23, 1e-22, 1e-21, 1e-20, 1e-19, 1e-18,
+    1e-17, 1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4,
+    1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+    1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
 ];
 
 /// 10^k for merging digit runs into the mantissa.
@@ -99,12 +97,19 @@ fn element(buf: &[u8], start: usize) -> Option<(f32, usize)> {
     let negative = buf.get(start) == Some(&b'-');
     let i = start + usize::from(negative);
     let int = word(buf, i)?;
-    let k = leading_digits(int);
-    // No digit, eight or more integer digits, or a leading zero ("01").
-    if k == 0 || k == 8 || (k > 1 && int as u8 == b'0') {
-        return None;
-    }
-    let mut m = first_digits(int, k);
+    // "0." starts most activations, probabilities and normalised inputs: its integer part is
+    // known without the digit scan, which also takes the scan off the chain of dependent loads
+    // that leads to the next element.
+    let (mut m, k) = if int as u16 == u16::from_le_bytes(*b"0.") {
+        (0, 1)
+    } else {
+        let k = leading_digits(int);
+        // No digit, eight or more integer digits, or a leading zero ("01").
+        if k == 0 || k == 8 || (k > 1 && int as u8 == b'0') {
+            return None;
+        }
+        (first_digits(int, k), k)
+    };
     let mut digits = k;
     let mut i = i + k;
     let mut q = 0i64;
@@ -149,12 +154,12 @@ fn element(buf: &[u8], start: usize) -> Option<(f32, usize)> {
         i = end;
     }
     let scale = *POW10_F64.get(usize::try_from(q - MIN_Q).ok()?)?;
-    // m < 10^18 < 2^63: the signed conversion is exact in range.
+    // m < 10^18 < 2^63: converted as a signed integer, one instruction, one rounding at most.
     let v = m as i64 as f64 * scale;
-    let dropped = v.to_bits() & 0x1FFF_FFFF;
-    let near_midpoint = dropped.abs_diff(0x1000_0000) <= MIDPOINT_MARGIN;
-    let normal = v == 0.0 || (f64::from(f32::MIN_POSITIVE)..=f64::from(f32::MAX)).contains(&v);
-    if near_midpoint || !normal {
+    // Within MIDPOINT_MARGIN ulps of 0x1000_0000 in the 29 bits f32 drops: one subtract and
+    // mask maps that window to 0..=2*MIDPOINT_MARGIN.
+    let near = v.to_bits().wrapping_sub(0x1000_0000 - MIDPOINT_MARGIN) & 0x1FFF_FFFF;
+    if near <= 2 * MIDPOINT_MARGIN {
         return None;
     }
     let bits = (v as f32).to_bits() | u32::from(negative) << 31;
