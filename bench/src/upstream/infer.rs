@@ -166,6 +166,16 @@ mod tests {
     }
 
     #[test]
+    fn counts_raw_tensors_by_their_bytes() {
+        let mut raw = request(0, vec![2, 3]);
+        raw.inputs[0].contents = None;
+        raw.raw_input_contents = vec![Bytes::from(vec![0; 24])];
+        assert_eq!(check(framed(&raw)), Ok(()));
+        raw.raw_input_contents = vec![Bytes::from(vec![0; 20])];
+        assert!(check(framed(&raw)).is_err());
+    }
+
+    #[test]
     fn the_fixed_response_decodes() {
         let mut framed = fixed_response().clone();
         framed.advance(5);
