@@ -46,17 +46,7 @@ fn fp32_json(n: usize) -> Bytes {
 /// significant digits), as the whole-process translate scenario sends them: the digits of real
 /// activations, and the mantissas past 2^24 that the exact-conversion fast paths must handle.
 fn fp32_activations_json(n: usize) -> Bytes {
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let values: Vec<String> = (0..n)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            let unit = (state >> 40) as f32 / (1u32 << 24) as f32;
-            (unit * 2.0 - 1.0).to_string()
-        })
-        .collect();
-    let data = values.join(",");
+    let data = ferry_bench::scenarios::fp32_activations(n);
     Bytes::from(format!(
         r#"{{"inputs":[{{"name":"x","shape":[1,{n}],"datatype":"FP32","data":[{data}]}}]}}"#
     ))

@@ -4,6 +4,7 @@
 
 mod measure;
 
+use std::fmt::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -46,6 +47,27 @@ pub const TRANSLATE_SIZES: [usize; 3] = [64, 65_536, 1_000_000];
 /// The `translate` scenario's binary-tensor case (ferry only): a 1 MiB FP32 tensor sent as a
 /// binary section, beside `upload_1mib`.
 pub const BINARY_SCENARIO: &str = "translate_binary_1mib";
+
+/// `n` comma-separated FP32 values in [-1, 1) with the digits of real activations (shortest
+/// round-trip form, mostly 8–11 characters), from a fixed-seed generator so every run, both proxies
+/// and the criterion benches get the same text.
+pub fn fp32_activations(n: usize) -> String {
+    let mut out = String::with_capacity(n * 12);
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..n {
+        // A 64-bit LCG (Knuth's MMIX constants); the top 24 bits give an exact f32 mantissa.
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let unit = (state >> 40) as f32 / (1u32 << 24) as f32;
+        let v = unit * 2.0 - 1.0;
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{v}");
+    }
+    out
+}
 
 // === impl Scenario ===
 

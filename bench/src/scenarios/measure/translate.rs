@@ -3,8 +3,6 @@
 //! answered by the bench upstream with a small fixed response. Each tensor size runs on its own
 //! start of the proxy, so the peak RSS belongs to that size alone.
 
-use std::fmt::Write;
-
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 use http_body_util::BodyExt;
@@ -12,7 +10,7 @@ use http_body_util::BodyExt;
 use super::{Ctx, Shape};
 use crate::error::{BenchError, Result};
 use crate::loadgen::{Conn, Proto, RequestSpec};
-use crate::scenarios::BINARY_SCENARIO;
+use crate::scenarios::{BINARY_SCENARIO, fp32_activations};
 use crate::targets::{Kind, Setup};
 
 /// The REST path both proxies translate (model name "bench").
@@ -142,7 +140,7 @@ pub(crate) fn binary_request_body(elements: usize) -> (Bytes, usize) {
 /// The JSON request each proxy expects for the same tensor: OIP REST for ferry, the proto3
 /// JSON of ModelInferRequest (model name from the path) for Envoy's transcoder.
 pub(crate) fn request_body(kind: Kind, elements: usize) -> Bytes {
-    let values = fp32_values(elements);
+    let values = fp32_activations(elements);
     let body = if kind == Kind::Envoy {
         format!(
             r#"{{"inputs":[{{"name":"input0","datatype":"FP32","shape":[1,{elements}],"contents":{{"fp32_contents":[{values}]}}}}]}}"#
@@ -153,27 +151,6 @@ pub(crate) fn request_body(kind: Kind, elements: usize) -> Bytes {
         )
     };
     Bytes::from(body)
-}
-
-/// `n` comma-separated FP32 values in [-1, 1) with the digits of real activations (shortest
-/// round-trip form, mostly 8–11 characters), from a fixed-seed generator so every run and
-/// both proxies get the same text.
-fn fp32_values(n: usize) -> String {
-    let mut out = String::with_capacity(n * 12);
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    for i in 0..n {
-        // A 64-bit LCG (Knuth's MMIX constants); the top 24 bits give an exact f32 mantissa.
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let unit = (state >> 40) as f32 / (1u32 << 24) as f32;
-        let v = unit * 2.0 - 1.0;
-        if i > 0 {
-            out.push(',');
-        }
-        let _ = write!(out, "{v}");
-    }
-    out
 }
 
 #[cfg(test)]
