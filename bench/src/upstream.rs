@@ -31,6 +31,9 @@ pub const GRPC_PATH: &str = "/bench.Echo/Unary";
 pub const SSE_SECOND_EVENT: Duration = Duration::from_millis(200);
 /// The first SSE event, byte for byte.
 pub const SSE_FIRST: &[u8] = b"data: first\n\n";
+/// `SETTINGS_MAX_FRAME_SIZE` and `SETTINGS_INITIAL_WINDOW_SIZE` as grpcio 1.76 and 1.85 servers
+/// send them (read off the wire here): 4 MiB each.
+pub const GRPC_CORE_FRAME_AND_WINDOW: u32 = 4 * 1024 * 1024;
 
 pub use self::infer::MODEL_INFER_PATH;
 
@@ -46,7 +49,16 @@ pub async fn serve(listener: TcpListener) {
         tokio::spawn(async move {
             let mut builder = auto::Builder::new(TokioExecutor::new());
             // 100-stream gRPC scenario plus headroom; hyper's default would also do, but say it.
-            builder.http2().max_concurrent_streams(1024);
+            // Frame size and windows are what the model servers' gRPC stack (grpc-core, under
+            // Triton, MLServer and KServe) advertises; hyper's defaults (16 KiB frames) would
+            // make every proxy's HTTP/2 upstream send 64 frames per MiB where the real servers
+            // take a few.
+            builder
+                .http2()
+                .max_concurrent_streams(1024)
+                .max_frame_size(GRPC_CORE_FRAME_AND_WINDOW)
+                .initial_stream_window_size(GRPC_CORE_FRAME_AND_WINDOW)
+                .initial_connection_window_size(GRPC_CORE_FRAME_AND_WINDOW);
             let service = hyper::service::service_fn(handle);
             let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
