@@ -144,13 +144,13 @@ pub(super) fn leading_digits(word: u64) -> usize {
     (non_digit.trailing_zeros() / 8) as usize
 }
 
-/// The value of the first `k` (1..=8) digit bytes of `word`.
+/// The value of the first `k` (0..=8) digit bytes of `word`.
 #[inline]
 pub(super) fn first_digits(word: u64, k: usize) -> u64 {
-    // Move the k digits to the top and pad the front with '0's: eight digits, same value.
+    // Move the k digits to the top. The zero bytes shifted in at the front read as '0' digits,
+    // since `eight_digits` keeps only each byte's low nibble; k = 0 shifts everything out.
     let pad = (8 - k) as u32 * 8;
-    let word = word.checked_shl(pad).unwrap_or(0) | ZEROS.checked_shr(64 - pad).unwrap_or(0);
-    eight_digits(word)
+    eight_digits(word.checked_shl(pad).unwrap_or(0))
 }
 
 /// Eight ASCII digits (first byte most significant) as their value: pairs, then quads, then the
