@@ -168,6 +168,15 @@ pub(crate) async fn collect(
     // buffer of that size as it arrives, so no chunk is held twice: peak memory is one body,
     // not the chunks plus their concatenation. The hint is trusted only up to the limit.
     let hint = body.size_hint();
+    // A declared length (Content-Length sets hyper's hint) over the limit is refused before a
+    // byte is read, as Envoy's buffer filters answer 413 on the header alone; reading up to
+    // the limit first would only spend the caller's bandwidth on a certain refusal.
+    if hint.lower() > limit {
+        return Err(TranslateError::TooLarge {
+            what: "body",
+            limit,
+        });
+    }
     let expected = hint.exact().or(hint.upper()).unwrap_or(hint.lower());
     let mut first: Option<Bytes> = None;
     let mut all = BytesMut::new();

@@ -261,6 +261,52 @@ async fn bodies_and_decoded_tensors_are_bounded() {
     assert!(String::from_utf8_lossy(&b).contains("decoded tensor data"));
 }
 
+/// A body that declares `len` bytes and never delivers one.
+struct DeclaredOnly(u64);
+
+impl http_body::Body for DeclaredOnly {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        std::task::Poll::Pending
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.0)
+    }
+}
+
+#[tokio::test]
+async fn a_declared_length_over_the_limit_is_refused_before_reading() {
+    let t = Translator::new(settings(Direction::RestToGrpc));
+    // JSON (collect path) and a binary-extension header whose Content-Length is over the limit.
+    for header_len in [None, Some("40")] {
+        let mut req = Request::post("/v2/models/m/infer")
+            .body(DeclaredOnly((1 << 20) + 1).boxed_unsync())
+            .unwrap();
+        if let Some(h) = header_len {
+            let v = HeaderValue::from_static(h);
+            req.headers_mut().insert(INFERENCE_HEADER_CONTENT_LENGTH, v);
+            req.headers_mut()
+                .insert(http::header::CONTENT_LENGTH, HeaderValue::from(1u64 << 21));
+        }
+        // The body never yields, so only an answer that did not wait for it can arrive.
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(5), t.request(req))
+            .await
+            .expect("refused without reading");
+        let (status, _, b, _) = read(answer.unwrap_err()).await;
+        assert_eq!(
+            status,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "{header_len:?}: {b:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn every_endpoint_maps_to_its_rpc() {
     use http::Method;
