@@ -22,7 +22,7 @@ struct Cli {
     #[arg(long)]
     smoke: bool,
     /// Comma-separated scenarios (default: all): cold_start, memory, h1_saturation,
-    /// h2_saturation, latency_1k, latency_5k, grpc_unary, upload_1mib, sse_first_event, routes,
+    /// h2_saturation, latency_1k, latency_5k, grpc_unary, grpc_1mib, upload_1mib, sse_first_event, routes,
     /// translate.
     #[arg(long, value_delimiter = ',')]
     scenarios: Vec<String>,

@@ -117,6 +117,13 @@ const HEADLINES: &[(&str, &str, &str, bool)] = &[
         false,
     ),
     ("gRPC unary req/s (100 streams)", "grpc_unary", "rps", true),
+    ("gRPC 1 MiB each way, MiB/s", "grpc_1mib", "mib_per_s", true),
+    (
+        "gRPC 1 MiB CPU-s per 10k req",
+        "grpc_1mib",
+        "cpu_s_per_10k",
+        false,
+    ),
     (
         "gRPC unary CPU-s per 10k req",
         "grpc_unary",

@@ -26,6 +26,8 @@ pub enum Scenario {
     Latency5k,
     /// gRPC-style unary calls, 100 concurrent streams on one h2c connection.
     GrpcUnary,
+    /// gRPC-style unary calls carrying 1 MiB each way (echoed), 4 h2c connections.
+    Grpc1Mib,
     /// 1 MiB POSTs over HTTP/1.1.
     Upload1Mib,
     /// Time to the first server-sent event.
@@ -73,7 +75,7 @@ pub fn fp32_activations(n: usize) -> String {
 
 impl Scenario {
     /// Every scenario, in run order.
-    pub const ALL: [Scenario; 11] = [
+    pub const ALL: [Scenario; 12] = [
         Scenario::ColdStart,
         Scenario::Memory,
         Scenario::H1Saturation,
@@ -81,6 +83,7 @@ impl Scenario {
         Scenario::Latency1k,
         Scenario::Latency5k,
         Scenario::GrpcUnary,
+        Scenario::Grpc1Mib,
         Scenario::Upload1Mib,
         Scenario::SseFirstEvent,
         Scenario::Routes,
@@ -95,6 +98,7 @@ impl Scenario {
             Scenario::Latency1k => "latency_1k",
             Scenario::Latency5k => "latency_5k",
             Scenario::GrpcUnary => "grpc_unary",
+            Scenario::Grpc1Mib => "grpc_1mib",
             Scenario::Upload1Mib => "upload_1mib",
             Scenario::SseFirstEvent => "sse_first_event",
             Scenario::Memory => "memory",

@@ -32,7 +32,7 @@ pub const SSE_SECOND_EVENT: Duration = Duration::from_millis(200);
 /// The first SSE event, byte for byte.
 pub const SSE_FIRST: &[u8] = b"data: first\n\n";
 /// `SETTINGS_MAX_FRAME_SIZE` and `SETTINGS_INITIAL_WINDOW_SIZE` as grpcio 1.76 and 1.85 servers
-/// send them (read off the wire here): 4 MiB each.
+/// and grpcio 1.76 clients send them (read off the wire here): 4 MiB each.
 pub const GRPC_CORE_FRAME_AND_WINDOW: u32 = 4 * 1024 * 1024;
 
 pub use self::infer::MODEL_INFER_PATH;

@@ -207,7 +207,8 @@ impl Pooled {
             .http2_only(true)
             .http2_keep_alive_interval(Some(std::time::Duration::from_secs(30)))
             .http2_initial_stream_window_size(crate::listener::H2_STREAM_WINDOW)
-            .http2_initial_connection_window_size(crate::listener::H2_CONN_WINDOW);
+            .http2_initial_connection_window_size(crate::listener::H2_CONN_WINDOW)
+            .http2_max_frame_size(crate::listener::H2_MAX_FRAME);
         Self {
             http1: http1.build(connector.clone()),
             h2: h2.build(connector),

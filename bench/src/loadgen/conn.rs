@@ -76,7 +76,14 @@ impl Conn {
                 Ok(Self::Http1(sender))
             }
             Proto::H2c => {
+                // The settings a grpcio client sends (read off the wire, grpcio 1.76): the
+                // load generator stands for model clients, so a proxy's listener sees the
+                // frame sizes it would see in production.
+                let frame = crate::upstream::GRPC_CORE_FRAME_AND_WINDOW;
                 let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+                    .max_frame_size(frame)
+                    .initial_stream_window_size(frame)
+                    .initial_connection_window_size(frame)
                     .handshake(io)
                     .await
                     .map_err(|e| BenchError::Http(format!("h2c handshake with {addr}: {e}")))?;

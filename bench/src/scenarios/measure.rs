@@ -152,6 +152,19 @@ impl<'a> Ctx<'a> {
                 let plan = self.load_plan(running, Proto::H2c, 1, 100, spec);
                 self.load(running, name, &plan, Shape::Closed).await?;
             }
+            Scenario::Grpc1Mib => {
+                let spec = RequestSpec {
+                    method: Method::POST,
+                    path: GRPC_PATH.to_owned(),
+                    body: grpc_frame(&[0x5a; 1 << 20]),
+                    grpc: true,
+                    headers: Vec::new(),
+                };
+                let plan = self.load_plan(running, Proto::H2c, 4, 1, spec);
+                let (stats, _) = self.load(running, name, &plan, Shape::Closed).await?;
+                // Each call carries 1 MiB up and the same 1 MiB back.
+                self.record(name, "mib_per_s", "MiB/s", 2.0 * stats.rps());
+            }
             Scenario::Upload1Mib => {
                 let spec = RequestSpec {
                     method: Method::POST,
@@ -282,9 +295,13 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// A small length-prefixed gRPC message (uncompressed flag, big-endian length, payload).
+/// A small length-prefixed gRPC message.
 fn grpc_message() -> Bytes {
-    let payload = b"\x0a\x05hello\x12\x01\x31";
+    grpc_frame(b"\x0a\x05hello\x12\x01\x31")
+}
+
+/// `payload` as one length-prefixed gRPC message (uncompressed flag, big-endian length).
+fn grpc_frame(payload: &[u8]) -> Bytes {
     let mut framed = Vec::with_capacity(5 + payload.len());
     framed.push(0);
     framed.extend_from_slice(&(payload.len() as u32).to_be_bytes());

@@ -74,6 +74,7 @@ impl H2Slot {
             .timer(TokioTimer::new())
             .initial_stream_window_size(crate::listener::H2_STREAM_WINDOW)
             .initial_connection_window_size(crate::listener::H2_CONN_WINDOW)
+            .max_frame_size(crate::listener::H2_MAX_FRAME)
             .keep_alive_interval(Duration::from_secs(30))
             .handshake(TokioIo::new(stream))
             .await
