@@ -4,6 +4,8 @@
 //! small settings type, and the proxy wires config into them.
 
 pub mod body_limit;
+pub mod connection;
+pub mod failure;
 pub mod model_name;
 pub mod tensor_check;
 pub mod transcode;

@@ -40,9 +40,9 @@ use http_body_util::BodyExt;
 
 use self::cache::MetadataCache;
 use self::inspect::Inspected;
-use crate::translate::{BoxError, TranslateBody, TranslateError, grpc_error, rest_error};
+use crate::translate::{BoxError, TranslateBody, TranslateError};
 
-pub use self::layer::{TensorValidation, TensorValidationLayer};
+pub use self::layer::{OnFetchFailure, TensorValidation, TensorValidationLayer};
 
 /// Largest request body the check reads; over it: 413 / RESOURCE_EXHAUSTED.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,12 +123,12 @@ impl TensorValidator {
 
     /// Checks `req`. `fetch` sends a metadata request (in the caller's protocol) through the
     /// route's own upstream path and is called only when upstream metadata is needed and not
-    /// cached. `Err` is the answer to send the caller instead: the upstream is not called.
+    /// cached. `Err` is why the request is refused: the upstream is not called.
     pub async fn check<B, F, Fut, RB>(
         &self,
         req: Request<B>,
         fetch: F,
-    ) -> Result<Checked, Response<TranslateBody>>
+    ) -> Result<Checked, TranslateError>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
@@ -139,9 +139,8 @@ impl TensorValidator {
     {
         let req = req.map(|b| b.map_err(Into::into).boxed_unsync());
         let grpc = inspect::is_grpc(req.headers());
-        let answer = |e: TranslateError| if grpc { grpc_error(&e) } else { rest_error(&e) };
         let limit = self.settings.max_checked_bytes.0;
-        let (req, infer) = match inspect::inspect(req, limit).await.map_err(answer)? {
+        let (req, infer) = match inspect::inspect(req, limit).await? {
             Inspected::Pass(req) => {
                 return Ok(Checked {
                     request: req,
@@ -175,7 +174,7 @@ impl TensorValidator {
         };
         if let Some(meta) = meta {
             compare::check(&infer.model, &meta, &infer.inputs)
-                .map_err(|m| answer(TranslateError::BadRequest(m)))?;
+                .map_err(TranslateError::BadRequest)?;
         }
         Ok(Checked {
             request: req,

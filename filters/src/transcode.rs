@@ -28,7 +28,7 @@ mod tests;
 pub use self::error::{LoadError, TemplateError, TranscodeError, http_status_for};
 pub use self::layer::{Transcode, TranscodeLayer};
 pub use self::response::StreamFormat;
-pub use self::service::{Pending, Transcoded, Transcoder, error_response};
+pub use self::service::{Pending, Transcoded, Transcoder};
 
 /// A route's transcoding settings.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,10 @@
-//! [`TensorValidator`] as a tower layer; metadata requests go through the inner service.
+//! [`TensorValidator`] as a tower layer; metadata requests go through the inner service (the
+//! route's own path: translation, timeouts, retries, balancing). A refusal is a typed
+//! [`TranslateError`](crate::translate::TranslateError) for the stack's error renderer.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -14,17 +17,39 @@ use crate::translate::{BoxError, TranslateBody};
 
 type FetchFuture<RB> = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
 
+/// Called when a metadata fetch failed and a request went through unchecked (for a metric).
+pub type OnFetchFailure = Arc<dyn Fn() + Send + Sync>;
+
 /// Tower layer checking input tensors before the inner service sees the request.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TensorValidationLayer {
     validator: TensorValidator,
+    on_fetch_failure: Option<OnFetchFailure>,
 }
 
 /// The service made by [`TensorValidationLayer`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TensorValidation<S> {
     inner: S,
     validator: TensorValidator,
+    on_fetch_failure: Option<OnFetchFailure>,
+}
+
+impl std::fmt::Debug for TensorValidationLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TensorValidationLayer")
+            .field("validator", &self.validator)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for TensorValidation<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TensorValidation")
+            .field("inner", &self.inner)
+            .field("validator", &self.validator)
+            .finish_non_exhaustive()
+    }
 }
 
 // === impl TensorValidationLayer ===
@@ -32,9 +57,21 @@ pub struct TensorValidation<S> {
 impl TensorValidationLayer {
     /// A layer with these settings.
     pub fn new(settings: TensorValidationSettings) -> Self {
+        Self::from_validator(TensorValidator::new(settings))
+    }
+
+    /// A layer sharing this validator (and its metadata cache).
+    pub fn from_validator(validator: TensorValidator) -> Self {
         TensorValidationLayer {
-            validator: TensorValidator::new(settings),
+            validator,
+            on_fetch_failure: None,
         }
+    }
+
+    /// Calls `f` each time a metadata fetch fails and a request passes unchecked.
+    pub fn on_fetch_failure(mut self, f: OnFetchFailure) -> Self {
+        self.on_fetch_failure = Some(f);
+        self
     }
 }
 
@@ -45,6 +82,7 @@ impl<S> tower::Layer<S> for TensorValidationLayer {
         TensorValidation {
             inner,
             validator: self.validator.clone(),
+            on_fetch_failure: self.on_fetch_failure.clone(),
         }
     }
 }
@@ -78,6 +116,7 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let probe = self.inner.clone();
         let validator = self.validator.clone();
+        let on_fetch_failure = self.on_fetch_failure.clone();
         let req = req.map(|b| b.map_err(Into::into).boxed_unsync());
         Box::pin(async move {
             // Boxed with a named type: rustc cannot prove `Send` for the inner service's future
@@ -91,10 +130,12 @@ where
                     probe.call(r).await.map_err(Into::into)
                 })
             };
-            let checked = match validator.check(req, fetch).await {
-                Ok(c) => c,
-                Err(answer) => return Ok(answer),
-            };
+            let checked = validator.check(req, fetch).await?;
+            if checked.fetch_failed
+                && let Some(f) = &on_fetch_failure
+            {
+                f();
+            }
             let resp = inner.call(checked.request).await.map_err(Into::into)?;
             Ok(resp.map(|b| b.map_err(Into::into).boxed_unsync()))
         })

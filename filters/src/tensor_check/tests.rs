@@ -240,7 +240,7 @@ fn upstream_settings() -> TensorValidationSettings {
 #[tokio::test]
 async fn static_metadata_rejects_before_the_upstream() {
     let calls = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
-    let svc = TensorValidationLayer::new(static_settings()).layer(upstream(calls.clone(), true));
+    let svc = render_errors(TensorValidationLayer::new(static_settings())).layer(upstream(calls.clone(), true));
     let resp = svc.clone().oneshot(rest_req("m", BAD)).await.unwrap();
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     assert_eq!(
@@ -268,7 +268,7 @@ async fn static_metadata_rejects_before_the_upstream() {
 #[tokio::test]
 async fn upstream_metadata_is_fetched_once_and_cached_rest_and_grpc() {
     let calls = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
-    let svc = TensorValidationLayer::new(upstream_settings()).layer(upstream(calls.clone(), true));
+    let svc = render_errors(TensorValidationLayer::new(upstream_settings())).layer(upstream(calls.clone(), true));
     for _ in 0..2 {
         let resp = svc.clone().oneshot(rest_req("m", BAD)).await.unwrap();
         assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
@@ -289,7 +289,7 @@ async fn upstream_metadata_is_fetched_once_and_cached_rest_and_grpc() {
     assert_eq!(calls[1].load(Ordering::SeqCst), 1);
 
     // A fresh cache, so the gRPC side fetches ModelMetadata itself.
-    let svc = TensorValidationLayer::new(upstream_settings()).layer(upstream(calls.clone(), true));
+    let svc = render_errors(TensorValidationLayer::new(upstream_settings())).layer(upstream(calls.clone(), true));
     let grpc = |body: Bytes| {
         Request::post("http://up/inference.GRPCInferenceService/ModelInfer")
             .header("content-type", "application/grpc")
@@ -356,7 +356,7 @@ async fn other_requests_pass_without_reading_and_limits_hold() {
         .check(rest_req("m", GOOD), never)
         .await
         .unwrap_err();
-    assert_eq!(answer.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(answer.http_status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
 
 #[test]
@@ -372,4 +372,9 @@ fn rest_heads_skip_data_with_non_finite_values() {
     let missing = br#"{"inputs":[{"name":"x","datatype":"FP32"}]}"#;
     let err = super::inspect::rest_inputs(missing, None).unwrap_err();
     assert!(err.to_string().contains("missing field `shape`"), "{err}");
+}
+
+/// The layer under the renderer a stack puts on top, so refusals read as answers.
+fn render_errors<L>(layer: L) -> tower::layer::util::Stack<L, crate::failure::RenderErrorsLayer> {
+    tower::layer::util::Stack::new(layer, crate::failure::RenderErrorsLayer::new())
 }

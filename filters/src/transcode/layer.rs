@@ -1,4 +1,5 @@
-//! [`Transcoder`] as a tower layer, usable in any stack (like tower-http's layers).
+//! [`Transcoder`] as a tower layer, usable in any stack (like tower-http's layers). Faults
+//! are typed [`TranscodeError`](super::TranscodeError)s for the stack's error renderer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -81,12 +82,9 @@ where
                 })
             }
             Ok(translate) => Box::pin(async move {
-                let (req, pending) = match translate.await {
-                    Ok(ok) => ok,
-                    Err(answer) => return Ok(answer),
-                };
+                let (req, pending) = translate.await?;
                 let resp = inner.call(req).await.map_err(Into::into)?;
-                Ok(pending.response(resp).await)
+                Ok(pending.response(resp).await?)
             }),
         }
     }

@@ -19,7 +19,8 @@ use super::rules::RuleIndex;
 use super::stream::JsonStream;
 use crate::translate::grpc_frame::{frame, unframe};
 use crate::translate::service::collect;
-use crate::translate::service::{boxed, grpc_status, json_response};
+use crate::failure::json_answer;
+use crate::translate::service::{boxed, grpc_status};
 use crate::translate::{BoxError, ChunksBody, TranslateBody, TranslateError};
 
 /// The transcoding table of one route: built once per descriptor load, cheap to clone.
@@ -42,9 +43,9 @@ pub struct Pending {
     limit: u64,
 }
 
-/// The request future's output: the gRPC request and its pending half, or the caller's
-/// answer when the request cannot be transcoded (the upstream is not called).
-pub type Transcoded = Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>;
+/// The request future's output: the gRPC request and its pending half, or why the request
+/// cannot be transcoded (the upstream is not called).
+pub type Transcoded = Result<(Request<TranslateBody>, Pending), TranscodeError>;
 
 // === impl Transcoder ===
 
@@ -105,9 +106,7 @@ impl Transcoder {
         Ok(async move {
             let method = &binding.method;
             if method.is_client_streaming() {
-                return Err(error_response(&TranscodeError::Streaming(
-                    method.full_name().to_owned(),
-                )));
+                return Err(TranscodeError::Streaming(method.full_name().to_owned()));
             }
             let (parts, body) = req.into_parts();
             let declared = parts
@@ -115,16 +114,14 @@ impl Transcoder {
                 .get(CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
             if declared.is_some_and(|n| n > limit) {
-                return Err(error_response(&TranscodeError::TooLarge(limit)));
+                return Err(TranscodeError::TooLarge(limit));
             }
             let bytes = match collect(body, limit).await {
                 Ok((bytes, _)) => bytes,
                 Err(TranslateError::TooLarge { limit, .. }) => {
-                    return Err(error_response(&TranscodeError::TooLarge(limit)));
+                    return Err(TranscodeError::TooLarge(limit));
                 }
-                Err(e) => {
-                    return Err(error_response(&TranscodeError::BadRequest(e.to_string())));
-                }
+                Err(e) => return Err(TranscodeError::BadRequest(e.to_string())),
             };
             let message = request::build(
                 &binding,
@@ -132,16 +129,14 @@ impl Transcoder {
                 parts.uri.query(),
                 &bytes,
                 inner.settings.reject_unknown_fields,
-            )
-            .map_err(|e| error_response(&e))?;
+            )?;
             let mut out = Request::new(boxed(ChunksBody::new(frame(message), None)));
             *out.method_mut() = Method::POST;
             *out.version_mut() = Version::HTTP_2;
             let mut uri = parts.uri.into_parts();
             uri.path_and_query = binding.grpc_path.parse().ok();
-            *out.uri_mut() = http::Uri::from_parts(uri).map_err(|_| {
-                error_response(&TranscodeError::BadRequest("untranslatable URI".into()))
-            })?;
+            *out.uri_mut() = http::Uri::from_parts(uri)
+                .map_err(|_| TranscodeError::BadRequest("untranslatable URI".into()))?;
             let headers = out.headers_mut();
             copy_headers(&parts.headers, headers);
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
@@ -165,22 +160,22 @@ impl Transcoder {
 // === impl Pending ===
 
 impl Pending {
-    /// Maps the upstream's answer for the REST caller; faults become JSON error answers.
+    /// Maps the upstream's answer for the REST caller; `Err` when the upstream failed or its
+    /// answer does not fit the method.
     pub fn response<B>(
         self,
         resp: Response<B>,
-    ) -> impl Future<Output = Response<TranslateBody>> + Send + 'static
+    ) -> impl Future<Output = Result<Response<TranslateBody>, TranscodeError>> + Send + 'static
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
         let resp = resp.map(|b| b.map_err(Into::into).boxed_unsync());
         async move {
-            let answer = match self.streaming {
+            match self.streaming {
                 None => self.unary(resp).await,
                 Some(format) => self.stream(resp, format).await,
-            };
-            answer.unwrap_or_else(|e| error_response(&e))
+            }
         }
     }
 
@@ -200,7 +195,7 @@ impl Pending {
         )?;
         let message = unframe(&bytes).map_err(TranscodeError::BadUpstream)?;
         let json = self.shape.to_json(&message)?;
-        Ok(json_response(StatusCode::OK, json))
+        Ok(json_answer(StatusCode::OK, json))
     }
 
     async fn stream(
@@ -295,9 +290,4 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
             to.append(name.clone(), value.clone());
         }
     }
-}
-
-/// The caller's answer for a fault: mapped status, `{"error": ..., "code": ...}`.
-pub fn error_response(e: &TranscodeError) -> Response<TranslateBody> {
-    json_response(e.http_status(), e.json().into_bytes())
 }

@@ -1,4 +1,7 @@
-//! [`Translator`] as a tower layer, for stacks other than the proxy's own forwarding path.
+//! [`Translator`] as a tower layer. The inner service is the route's path to the upstream
+//! (timeouts, retries, balancing): the translated request goes through it, and so does the
+//! `GET /v2` binary-extension probe of a gRPC → REST route, untranslated. Faults are typed
+//! [`TranslateError`](super::TranslateError)s for the stack's error renderer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,6 +13,8 @@ use http_body::Body;
 
 use super::service::Translator;
 use super::{BoxError, TranslateBody, TranslateSettings};
+
+type ProbeFuture<RB> = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
 
 /// Tower layer applying [`Translator`] around an inner service.
 #[derive(Debug, Clone)]
@@ -29,9 +34,12 @@ pub struct OipTranslate<S> {
 impl OipTranslateLayer {
     /// A layer with these settings.
     pub fn new(settings: TranslateSettings) -> Self {
-        OipTranslateLayer {
-            translator: Translator::new(settings),
-        }
+        Self::from_translator(Translator::new(settings))
+    }
+
+    /// A layer sharing this translator (and its probe cache).
+    pub fn from_translator(translator: Translator) -> Self {
+        OipTranslateLayer { translator }
     }
 }
 
@@ -73,14 +81,23 @@ where
         // The ready clone stays here for the call; the next caller polls a fresh one.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        let probe = self.inner.clone();
         let translator = self.translator.clone();
         Box::pin(async move {
-            let (req, pending) = match translator.request(req).await {
-                Ok(ok) => ok,
-                Err(answer) => return Ok(answer),
+            // Boxed with a named type: rustc cannot prove `Send` for the inner service's future
+            // through an inferred closure future (higher-ranked lifetime inference).
+            let send_probe = move |r: Request<TranslateBody>| -> ProbeFuture<RB> {
+                let mut probe = probe;
+                Box::pin(async move {
+                    std::future::poll_fn(|cx| probe.poll_ready(cx))
+                        .await
+                        .map_err(Into::into)?;
+                    probe.call(r).await.map_err(Into::into)
+                })
             };
+            let (req, pending) = translator.try_request_probing(req, send_probe).await?;
             let resp = inner.call(req).await.map_err(Into::into)?;
-            Ok(pending.response(resp).await)
+            Ok(pending.try_response(resp).await?)
         })
     }
 }

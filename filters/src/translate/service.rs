@@ -17,7 +17,8 @@ use http_body_util::BodyExt;
 use super::binary_probe::{self, BinaryProbe, UpstreamBinary};
 use super::endpoint::{Endpoint, Rpc};
 use super::error::{TranslateError, code, http_for_grpc};
-use super::grpc_message::{percent_decode, percent_encode};
+use super::grpc_message::percent_decode;
+use crate::failure::render;
 use super::grpc_to_rest::{self, GrpcPlan};
 use super::pb::SERVICE_PATH;
 use super::rest_to_grpc::{self, InferAnswer, OutputPlan};
@@ -65,12 +66,30 @@ impl Translator {
     }
 
     /// Translates a request. `Err` is the answer to send the caller instead (bad input: the
-    /// upstream is not called). With `upstream_binary: auto` and no probe result cached, raw
-    /// tensors go as JSON `data`; [`Translator::request_probing`] learns the upstream's support.
+    /// upstream is not called), rendered for the protocol the direction's caller speaks; for
+    /// stacks without an error renderer. [`Translator::try_request`] gives the typed error.
     pub fn request<B>(
         &self,
         req: Request<B>,
     ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>>
+    + Send
+    + 'static
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let grpc = self.settings.direction == Direction::GrpcToRest;
+        let translated = self.try_request(req);
+        async move { translated.await.map_err(|e| render(&e, grpc)) }
+    }
+
+    /// Translates a request; `Err` is the caller's fault or the limit, the upstream is not
+    /// called. With `upstream_binary: auto` and no probe result cached, raw tensors go as JSON
+    /// `data`; [`Translator::try_request_probing`] learns the upstream's support.
+    pub fn try_request<B>(
+        &self,
+        req: Request<B>,
+    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), TranslateError>>
     + Send
     + 'static
     where
@@ -85,11 +104,8 @@ impl Translator {
         self.translate(req, binary)
     }
 
-    /// Like [`Translator::request`], but on a gRPC → REST route with `upstream_binary: auto`
-    /// an infer call first learns whether the REST upstream supports the binary extension:
-    /// `probe_upstream` is given `GET /v2` to send the way the route sends requests, at most
-    /// once per [`PROBE_TTL`](super::binary_probe::PROBE_TTL) (sooner again after a failure,
-    /// which means JSON meanwhile).
+    /// Like [`Translator::request`], but learning the upstream's binary support first (see
+    /// [`Translator::try_request_probing`]).
     pub async fn request_probing<B, F, Fut, RB>(
         &self,
         req: Request<B>,
@@ -103,11 +119,35 @@ impl Translator {
         RB: Body<Data = Bytes> + Send + 'static,
         RB::Error: Into<BoxError>,
     {
+        let grpc = self.settings.direction == Direction::GrpcToRest;
+        self.try_request_probing(req, probe_upstream)
+            .await
+            .map_err(|e| render(&e, grpc))
+    }
+
+    /// Like [`Translator::try_request`], but on a gRPC → REST route with `upstream_binary: auto`
+    /// an infer call first learns whether the REST upstream supports the binary extension:
+    /// `probe_upstream` is given `GET /v2` to send the way the route sends requests, at most
+    /// once per [`PROBE_TTL`](super::binary_probe::PROBE_TTL) (sooner again after a failure,
+    /// which means JSON meanwhile).
+    pub async fn try_request_probing<B, F, Fut, RB>(
+        &self,
+        req: Request<B>,
+        probe_upstream: F,
+    ) -> Result<(Request<TranslateBody>, Pending), TranslateError>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+        F: FnOnce(Request<TranslateBody>) -> Fut,
+        Fut: Future<Output = Result<Response<RB>, BoxError>>,
+        RB: Body<Data = Bytes> + Send + 'static,
+        RB::Error: Into<BoxError>,
+    {
         let wants_probe = self.settings.direction == Direction::GrpcToRest
             && self.settings.upstream_binary == UpstreamBinary::Auto
             && req.uri().path().strip_prefix(SERVICE_PATH) == Some(Rpc::ModelInfer.method_name());
         if !wants_probe {
-            return self.request(req).await;
+            return self.try_request(req).await;
         }
         let binary = match self.probe.cached(Instant::now()) {
             Some(b) => b,
@@ -134,7 +174,7 @@ impl Translator {
         &self,
         req: Request<B>,
         upstream_binary: bool,
-    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), Response<TranslateBody>>>
+    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), TranslateError>>
     + Send
     + 'static
     where
@@ -148,10 +188,8 @@ impl Translator {
         async move {
             let limit = settings.max_decoded_bytes.0;
             match settings.direction {
-                Direction::RestToGrpc => rest_request(req, limit).await.map_err(|e| rest_error(&e)),
-                Direction::GrpcToRest => grpc_request(req, limit, upstream_binary)
-                    .await
-                    .map_err(|e| grpc_error(&e)),
+                Direction::RestToGrpc => rest_request(req, limit).await,
+                Direction::GrpcToRest => grpc_request(req, limit, upstream_binary).await,
             }
         }
     }
@@ -362,7 +400,7 @@ async fn grpc_request(
 
 impl Pending {
     /// Translates the upstream's response for the caller. Never fails: faults become an error
-    /// answer in the caller's protocol.
+    /// answer in the caller's protocol (for stacks without an error renderer).
     pub fn response<B>(
         self,
         resp: Response<B>,
@@ -371,15 +409,28 @@ impl Pending {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
+        let grpc = matches!(self.kind, PendingKind::GrpcToRest(_));
+        let translated = self.try_response(resp);
+        async move { translated.await.unwrap_or_else(|e| render(&e, grpc)) }
+    }
+
+    /// Translates the upstream's response for the caller; `Err` when the upstream failed or
+    /// its answer cannot be translated.
+    pub fn try_response<B>(
+        self,
+        resp: Response<B>,
+    ) -> impl Future<Output = Result<Response<TranslateBody>, TranslateError>> + Send + 'static
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
         let resp = resp.map(|b| b.map_err(Into::into).boxed_unsync());
         async move {
             match self.kind {
-                PendingKind::RestToGrpc { ep, plan } => rest_response(&ep, &plan, resp, self.limit)
-                    .await
-                    .unwrap_or_else(|e| rest_error(&e)),
-                PendingKind::GrpcToRest(plan) => grpc_response(&plan, resp, self.limit)
-                    .await
-                    .unwrap_or_else(|e| grpc_error(&e)),
+                PendingKind::RestToGrpc { ep, plan } => {
+                    rest_response(&ep, &plan, resp, self.limit).await
+                }
+                PendingKind::GrpcToRest(plan) => grpc_response(&plan, resp, self.limit).await,
             }
         }
     }
@@ -501,33 +552,10 @@ async fn grpc_response(
 
 /// A REST error answer: the mapped status with `{"error": "<message>"}`.
 pub fn rest_error(e: &TranslateError) -> Response<TranslateBody> {
-    let body = serde_json::json!({ "error": e.to_string() }).to_string();
-    json_response(e.http_status(), body.into_bytes())
-}
-
-/// A whole JSON answer with its length.
-pub(crate) fn json_response(status: StatusCode, json: Vec<u8>) -> Response<TranslateBody> {
-    let len = json.len();
-    let mut resp = Response::new(boxed(ChunksBody::new(
-        VecDeque::from([Bytes::from(json)]),
-        None,
-    )));
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp.headers_mut()
-        .insert(CONTENT_LENGTH, HeaderValue::from(len));
-    resp
+    render(e, false)
 }
 
 /// A gRPC error answer: trailers-only, status and message in the headers.
 pub fn grpc_error(e: &TranslateError) -> Response<TranslateBody> {
-    let mut resp = Response::new(boxed(ChunksBody::default()));
-    let headers = resp.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-    headers.insert("grpc-status", HeaderValue::from(e.grpc_code()));
-    if let Ok(v) = HeaderValue::from_str(&percent_encode(&e.to_string())) {
-        headers.insert("grpc-message", v);
-    }
-    resp
+    render(e, true)
 }

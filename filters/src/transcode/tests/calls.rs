@@ -136,8 +136,9 @@ async fn call(
             Ok(grpc_ok(out, trailers(0, "")))
         }
     });
-    TranscodeLayer::new(t)
-        .layer(upstream)
+    // Under the renderer a stack puts on top, so refusals read as answers.
+    crate::failure::RenderErrorsLayer::new()
+        .layer(TranscodeLayer::new(t).layer(upstream))
         .oneshot(req)
         .await
         .unwrap()
