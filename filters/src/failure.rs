@@ -117,7 +117,11 @@ pub fn render(e: &dyn Classify, grpc: bool) -> Response<TranslateBody> {
 }
 
 /// The answer for any error: the first classified one in its chain, else 500 / INTERNAL.
-pub fn render_error(e: &(dyn Error + 'static), classifiers: &[Classifier], grpc: bool) -> Response<TranslateBody> {
+pub fn render_error(
+    e: &(dyn Error + 'static),
+    classifiers: &[Classifier],
+    grpc: bool,
+) -> Response<TranslateBody> {
     match find(e, classifiers) {
         Some(found) => render(found, grpc),
         None => {

@@ -46,8 +46,8 @@ pub use self::body::ChunksBody;
 pub use self::datatype::{ALL as ALL_DATATYPES, DataType};
 pub use self::endpoint::{Endpoint, Rpc};
 pub use self::error::{TranslateError, code, grpc_for_http, http_for_grpc};
-pub use self::layer::{OipTranslate, OipTranslateLayer};
 pub(crate) use self::grpc_message::percent_encode;
+pub use self::layer::{OipTranslate, OipTranslateLayer};
 pub use self::service::{
     INFERENCE_HEADER_CONTENT_LENGTH, Pending, Translator, grpc_error, rest_error,
 };

@@ -18,8 +18,11 @@ use tokio::task::JoinHandle;
 use crate::access_log::AccessRecord;
 use crate::descriptors::Descriptors;
 use crate::listener::{self, ListenerHandle};
-use crate::state::Shared;
-use crate::table::{Table, UnknownCluster};
+use crate::metrics::Metrics;
+use crate::reload::Reloadable;
+use crate::state::{RouteStates, Shared};
+use crate::table::{self, Table, UnknownCluster};
+use crate::upstream::Transport;
 
 /// How to start.
 #[derive(Debug, Default)]
@@ -88,10 +91,17 @@ impl Proxy {
     /// Binds the admin endpoint and every listener of `config`, then serves.
     pub async fn start(config: Config, opts: StartOptions) -> Result<Self, StartError> {
         let admin_cfg = config.admin.address;
-        let metrics = crate::metrics::Metrics::new();
+        let metrics = Arc::new(Metrics::new());
+        let states = RouteStates::default();
         let descriptors = Descriptors::load_async(&config).await?;
-        let table = Table::build(config, descriptors, None, &metrics)?;
-        let shared = Shared::new(table, metrics, opts.access_log);
+        let cx = table::Context {
+            metrics: &metrics,
+            states: &states,
+            transport: &Transport::Network,
+            access_log: opts.access_log.as_ref(),
+        };
+        let table = Table::build(config, descriptors, None, cx)?;
+        let shared = Shared::new(table, metrics, states, opts.access_log);
         let mut handles = HashMap::new();
         let listeners = shared.table.load().config.listeners.clone();
         for l in &listeners {
@@ -232,12 +242,13 @@ impl Inner {
                 })?;
             fresh.push((l.name.clone(), l.address, socket));
         }
-        let table = Table::build(
-            config,
-            descriptors,
-            Some(&self.shared.table.load()),
-            &self.shared.metrics,
-        )?;
+        let cx = table::Context {
+            metrics: &self.shared.metrics,
+            states: &self.shared.routes,
+            transport: &Transport::Network,
+            access_log: self.shared.access_log.as_ref(),
+        };
+        let table = Table::build(config, descriptors, Some(&self.shared.table.load()), cx)?;
         let names: Vec<String> = table
             .config
             .listeners
@@ -312,5 +323,23 @@ impl Inner {
         };
         std::fs::write(&tmp, json.to_string()).map_err(err)?;
         std::fs::rename(&tmp, path).map_err(err)
+    }
+}
+
+impl Reloadable for Inner {
+    fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    fn apply_loaded(
+        &self,
+        config: Config,
+        descriptors: Descriptors,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
+        Box::pin(async move {
+            Inner::apply_loaded(self, config, descriptors)
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 }

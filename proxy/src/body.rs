@@ -1,6 +1,6 @@
-//! Body types and the two body tricks the proxy needs: reading a bounded prefix without losing
-//! it (to find the model, or to keep a small body for retries), and enforcing a size limit on a
-//! body that streams.
+//! Body types and the body trick the proxy needs: reading a bounded prefix without losing it
+//! (to find the model, or to keep a small body for retries). The size limit is
+//! [`crate::request_body`]'s, on `http_body_util::Limited`.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -18,6 +18,14 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The one body type inside the proxy, both directions.
 pub type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// The future of every service in the proxy's stacks. Layers require it of their inner
+/// service: awaiting a named, boxed future inside an `async` block keeps rustc from having to
+/// prove `Send` for an associated future type over a `dyn Error` body, which it cannot
+/// (higher-ranked lifetime inference); and an already-boxed inner future is not boxed again.
+pub type BoxFuture = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<http::Response<ProxyBody>, BoxError>> + Send>,
+>;
 
 /// A body with these bytes.
 pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
@@ -222,101 +230,6 @@ impl Body for Replay {
         }
         hint.set_lower(lower);
         hint
-    }
-}
-
-/// Fails the stream with [`BodyTooLarge`] once more than `limit` bytes have passed.
-pub fn limit(body: ProxyBody, limit: u64) -> ProxyBody {
-    Limited {
-        inner: body,
-        seen: 0,
-        limit,
-    }
-    .boxed_unsync()
-}
-
-struct Limited {
-    inner: ProxyBody,
-    seen: u64,
-    limit: u64,
-}
-
-impl Body for Limited {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &polled
-            && let Some(data) = frame.data_ref()
-        {
-            self.seen = self.seen.saturating_add(data.len() as u64);
-            if self.seen > self.limit {
-                let limit = self.limit;
-                return Poll::Ready(Some(Err(Box::new(BodyTooLarge { limit }))));
-            }
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// Keeps `gauge` incremented while the response body is alive (open streams count as active
-/// requests until their last byte or their cancellation).
-/// `active` marks the connection busy for its idle timer until the body is done.
-pub fn track(
-    body: ProxyBody,
-    gauge: prometheus_client::metrics::gauge::Gauge,
-    active: crate::listener::ActiveGuard,
-) -> ProxyBody {
-    gauge.inc();
-    Tracked {
-        inner: body,
-        gauge,
-        _active: active,
-    }
-    .boxed_unsync()
-}
-
-struct Tracked {
-    inner: ProxyBody,
-    gauge: prometheus_client::metrics::gauge::Gauge,
-    _active: crate::listener::ActiveGuard,
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.gauge.dec();
-    }
-}
-
-impl Body for Tracked {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 pub use self::balance::may_eject;
 pub use self::endpoint::Endpoint;
-use crate::upstream::UpstreamClient;
+use crate::upstream::{Transport, UpstreamClient};
 
 /// A cluster at run time.
 #[derive(Debug)]
@@ -31,6 +31,8 @@ pub struct Cluster {
     next: AtomicUsize,
     /// Pooled upstream connections.
     pub client: UpstreamClient,
+    /// How endpoints are reached (the network, or an in-memory upstream in tests).
+    pub transport: Transport,
     /// `ferry_upstream_duration_seconds` of this cluster, registered once.
     pub upstream_duration: prometheus_client::metrics::histogram::Histogram,
     refresh: Option<JoinHandle<()>>,
@@ -51,7 +53,11 @@ pub enum PickError {
 
 impl Cluster {
     /// Builds a cluster; DNS clusters start a refresh task (needs a tokio runtime).
-    pub fn new(config: ClusterConfig, metrics: &crate::metrics::Metrics) -> Self {
+    pub fn new(
+        config: ClusterConfig,
+        metrics: &crate::metrics::Metrics,
+        transport: Transport,
+    ) -> Self {
         let initial: Vec<Arc<Endpoint>> = match &config.endpoints {
             Endpoints::Static(addrs) => addrs.iter().map(|a| Arc::new(Endpoint::new(*a))).collect(),
             Endpoints::Dns { .. } | Endpoints::OriginalAuthority { .. } => Vec::new(),
@@ -81,6 +87,7 @@ impl Cluster {
             endpoints,
             next: AtomicUsize::new(0),
             client,
+            transport,
             refresh,
         }
     }

@@ -1,31 +1,10 @@
-//! Failures the proxy answers itself, and how each is told to the caller.
-//!
-//! HTTP callers get a status and `{"error": "..."}`; gRPC callers get a trailers-only response
-//! (HTTP 200, `grpc-status`, `grpc-message`), which is what gRPC clients expect from a proxy
-//! (the table in docs/operations.md).
+//! Failures the proxy itself detects on the request path, typed, each saying which side failed
+//! and what the caller gets (the table in docs/operations.md). The one renderer at the top of
+//! the listener stack ([`ferry_filters::failure::RenderErrorsLayer`]) turns them into answers.
 
-use http::header::{CONTENT_TYPE, HeaderValue};
-use http::{Response, StatusCode};
-
-use crate::body::{ProxyBody, empty, full};
-
-/// gRPC status codes used here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum GrpcCode {
-    /// 3
-    InvalidArgument = 3,
-    /// 4
-    DeadlineExceeded = 4,
-    /// 8
-    ResourceExhausted = 8,
-    /// 12
-    Unimplemented = 12,
-    /// 13
-    Internal = 13,
-    /// 14
-    Unavailable = 14,
-}
+use ferry_filters::failure::{Classifier, Classify, Side};
+use ferry_filters::translate::code;
+use http::StatusCode;
 
 /// Something the proxy answers on its own.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +24,8 @@ pub enum Failure {
         cluster: String,
         /// Why.
         reason: String,
+        /// The request never left (connect failure): another attempt may succeed.
+        connect: bool,
     },
     /// The upstream did not answer in time.
     #[error("upstream cluster {cluster:?} did not answer within {timeout_ms} ms")]
@@ -53,6 +34,8 @@ pub enum Failure {
         cluster: String,
         /// The timeout that expired.
         timeout_ms: u128,
+        /// Only this attempt's time ran out (the route's `per_try_timeout`), not the route's.
+        per_try: bool,
     },
     /// The request body is over the listener's limit.
     #[error("request body exceeds the limit of {limit} bytes")]
@@ -69,16 +52,42 @@ pub enum Failure {
     /// The upstream broke the protocol (e.g. a gRPC call to an HTTP/1.1-only cluster).
     #[error("bad gateway: {0}")]
     BadGateway(String),
+    /// The listener was removed by a reload while this connection was open.
+    #[error("listener {0:?} was removed by a reload")]
+    ListenerGone(String),
+}
+
+/// Every classifier the proxy's renderer knows, tried in order at each level of an error's
+/// `source()` chain: the proxy's failures, then the filters' errors.
+pub static CLASSIFIERS: &[Classifier] = &[classify, ferry_filters::failure::classify_filters];
+
+/// The classifier for the proxy's own failures.
+pub fn classify<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Classify> {
+    e.downcast_ref::<Failure>().map(|f| f as &dyn Classify)
 }
 
 // === impl Failure ===
 
-impl Failure {
-    /// The HTTP status an HTTP caller gets.
-    pub fn status(&self) -> StatusCode {
+impl Classify for Failure {
+    fn side(&self) -> Side {
+        match self {
+            Failure::NoRoute { .. }
+            | Failure::BodyTooLarge { .. }
+            | Failure::BadRequest(_)
+            | Failure::AmbiguousFraming(_) => Side::Client,
+            Failure::Unavailable { .. } | Failure::Timeout { .. } | Failure::BadGateway(_) => {
+                Side::Upstream
+            }
+            Failure::ListenerGone(_) => Side::Proxy,
+        }
+    }
+
+    fn http_status(&self) -> StatusCode {
         match self {
             Failure::NoRoute { .. } => StatusCode::NOT_FOUND,
-            Failure::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Failure::Unavailable { .. } | Failure::ListenerGone(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Failure::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             Failure::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Failure::BadRequest(_) | Failure::AmbiguousFraming(_) => StatusCode::BAD_REQUEST,
@@ -86,20 +95,18 @@ impl Failure {
         }
     }
 
-    /// The gRPC status a gRPC caller gets.
-    pub fn grpc_code(&self) -> GrpcCode {
+    fn grpc_code(&self) -> u32 {
         match self {
-            Failure::NoRoute { .. } => GrpcCode::Unimplemented,
-            Failure::Unavailable { .. } => GrpcCode::Unavailable,
-            Failure::Timeout { .. } => GrpcCode::DeadlineExceeded,
-            Failure::BodyTooLarge { .. } => GrpcCode::ResourceExhausted,
-            Failure::BadRequest(_) | Failure::AmbiguousFraming(_) => GrpcCode::InvalidArgument,
-            Failure::BadGateway(_) => GrpcCode::Internal,
+            Failure::NoRoute { .. } => code::UNIMPLEMENTED,
+            Failure::Unavailable { .. } | Failure::ListenerGone(_) => code::UNAVAILABLE,
+            Failure::Timeout { .. } => code::DEADLINE_EXCEEDED,
+            Failure::BodyTooLarge { .. } => code::RESOURCE_EXHAUSTED,
+            Failure::BadRequest(_) | Failure::AmbiguousFraming(_) => code::INVALID_ARGUMENT,
+            Failure::BadGateway(_) => code::INTERNAL,
         }
     }
 
-    /// The metric/access-log reason.
-    pub fn reason(&self) -> &'static str {
+    fn reason(&self) -> &'static str {
         match self {
             Failure::NoRoute { .. } => "no_route",
             Failure::Unavailable { .. } => "unavailable",
@@ -108,57 +115,28 @@ impl Failure {
             Failure::BadRequest(_) => "bad_request",
             Failure::AmbiguousFraming(_) => "ambiguous_framing",
             Failure::BadGateway(_) => "bad_gateway",
+            Failure::ListenerGone(_) => "listener_gone",
         }
     }
 
-    /// Renders the answer for an HTTP or a gRPC caller.
-    pub fn into_response(self, grpc: bool) -> Response<ProxyBody> {
-        let message = self.to_string();
-        let close = matches!(self, Failure::AmbiguousFraming(_));
-        if grpc {
-            return grpc_trailers_only(self.grpc_code(), &message);
-        }
-        let body = serde_json::json!({ "error": message }).to_string();
-        let mut resp = Response::new(full(body));
-        *resp.status_mut() = self.status();
-        resp.headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if close {
-            // Nothing after an ambiguous request on this connection can be trusted.
-            resp.headers_mut()
-                .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
-        }
-        resp
+    fn retryable(&self) -> bool {
+        matches!(
+            self,
+            Failure::Unavailable { connect: true, .. } | Failure::Timeout { per_try: true, .. }
+        )
     }
-}
 
-/// A gRPC trailers-only response: status in the headers, no body.
-pub fn grpc_trailers_only(code: GrpcCode, message: &str) -> Response<ProxyBody> {
-    let mut resp = Response::new(empty());
-    let headers = resp.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-    headers.insert("grpc-status", HeaderValue::from(u16::from(code as u8)));
-    if let Ok(v) = HeaderValue::from_str(&percent_encode(message)) {
-        headers.insert("grpc-message", v);
+    fn closes_connection(&self) -> bool {
+        // Nothing after an ambiguous request on this connection can be trusted.
+        matches!(self, Failure::AmbiguousFraming(_))
     }
-    resp
-}
-
-/// grpc-message is percent-encoded (gRPC over HTTP/2 spec): printable ASCII except `%` stays.
-fn percent_encode(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    for b in message.bytes() {
-        if (0x20..=0x7e).contains(&b) && b != b'%' {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
+    use ferry_filters::failure::render;
+    use http::header::CONTENT_TYPE;
+
     use super::*;
 
     #[test]
@@ -166,18 +144,22 @@ mod tests {
         let f = Failure::Timeout {
             cluster: "c".into(),
             timeout_ms: 5,
+            per_try: false,
         };
-        assert_eq!(f.status(), StatusCode::GATEWAY_TIMEOUT);
-        let r = f.into_response(true);
+        assert_eq!(f.http_status(), StatusCode::GATEWAY_TIMEOUT);
+        let r = render(&f, true);
         assert_eq!(r.status(), StatusCode::OK);
         assert_eq!(r.headers()["grpc-status"], "4");
-        let r = Failure::NoRoute {
-            method: "GET".into(),
-            path: "/x".into(),
-        }
-        .into_response(false);
+        let r = render(
+            &Failure::NoRoute {
+                method: "GET".into(),
+                path: "/x".into(),
+            },
+            false,
+        );
         assert_eq!(r.status(), StatusCode::NOT_FOUND);
         assert_eq!(r.headers()[CONTENT_TYPE], "application/json");
-        assert_eq!(percent_encode("a%b\n"), "a%25b%0A");
+        let r = render(&Failure::AmbiguousFraming("x"), false);
+        assert_eq!(r.headers()[http::header::CONNECTION], "close");
     }
 }

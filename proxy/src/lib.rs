@@ -1,6 +1,6 @@
 //! ferry-proxy: everything that touches sockets — listeners, the HTTP server and upstream
-//! client, routing, clusters and load balancing, the admin endpoint, reload and drain.
-//! `main.rs` is a thin CLI over this library.
+//! client, the per-listener and per-route stacks, routing, clusters and load balancing, the
+//! admin endpoint, reload and drain. The `ferry` binary is a thin CLI over this library.
 
 pub mod access_log;
 pub mod admin;
@@ -9,13 +9,22 @@ pub mod body;
 pub mod cluster;
 pub mod demo;
 pub mod descriptors;
+pub mod direct;
 pub mod failure;
+pub mod filter_settings;
 pub mod forward;
+pub mod h2_settings;
 pub mod headers;
 pub mod listener;
 pub mod metrics;
 mod reload;
+pub mod request_body;
+pub mod request_id;
+pub mod request_meta;
+pub mod rewrite;
 pub mod router;
+pub mod routing;
+pub mod stack;
 pub mod state;
 pub mod table;
 pub mod upstream;

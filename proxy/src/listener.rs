@@ -1,5 +1,7 @@
 //! Data-plane listeners: accept TCP connections and serve HTTP/1.1 and HTTP/2 (h2c prior
-//! knowledge, detected per connection) through [`crate::forward::handle`].
+//! knowledge, detected per connection) through the listener's stack ([`crate::stack`]). The
+//! HTTP server is generic over the transport, so a TLS stream or an in-memory pipe is served
+//! the same way ([`serve_connection`]).
 //!
 //! Each listener owns its connections. Draining a listener stops accepting, then asks every
 //! connection to finish (HTTP/1.1: `connection: close` after the current response; HTTP/2:
@@ -8,35 +10,41 @@
 
 mod framing;
 mod idle;
+mod tracked;
 
 pub use self::framing::{FramingGuard, Verdicts};
 pub use self::idle::{ActiveGuard, Activity};
+pub use self::tracked::track;
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::service::service_fn;
+use ferry_filters::connection::Connection;
+use ferry_filters::failure;
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+use tower::ServiceExt;
 
-use crate::forward::{self, ConnInfo};
+use crate::body::{BoxFuture, ProxyBody};
+use crate::failure::{CLASSIFIERS, Failure};
+use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
+use crate::headers::ClientAddr;
 use crate::metrics::{ListenerLabels, Name};
+use crate::request_body::AmbiguousFraming;
+use crate::stack::ListenerService;
 use crate::state::Shared;
-
-/// HTTP/2 flow-control windows (both directions use the same sizes).
-pub(crate) const H2_STREAM_WINDOW: u32 = 1024 * 1024;
-pub(crate) const H2_CONN_WINDOW: u32 = 4 * 1024 * 1024;
-/// HTTP/2 `SETTINGS_MAX_FRAME_SIZE` ferry advertises, as server and as client. Tensor-sized
-/// messages cost a frame (header, flow-control bookkeeping, a wakeup) per 16 KiB at the
-/// protocol's default; at 1 MiB a 1 MiB gRPC call costs 20–25 % less CPU (bench `grpc_1mib`),
-/// while one frame, which is buffered whole before delivery, stays bounded. grpc-core peers
-/// advertise 4 MiB.
-pub(crate) const H2_MAX_FRAME: u32 = 1024 * 1024;
 
 /// hyper refuses HTTP/1 read buffers smaller than this.
 const MIN_H1_BUF: usize = 8192;
@@ -104,7 +112,7 @@ async fn accept_loop(
         tokio::select! {
             deadline = &mut stopped => break deadline.unwrap_or(Duration::ZERO),
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => serve(&name, stream, peer, &shared, draining.clone()),
+                Ok((stream, peer)) => serve_tcp(&name, stream, peer, &shared, draining.clone()),
                 Err(error) => {
                     // Usually EMFILE: back off briefly instead of spinning.
                     tracing::warn!(listener = %name, %error, "accept failed");
@@ -125,28 +133,127 @@ async fn accept_loop(
     }
 }
 
-fn serve(
+fn serve_tcp(
     name: &Arc<str>,
     stream: TcpStream,
     peer: SocketAddr,
     shared: &Arc<Shared>,
-    mut draining: watch::Receiver<bool>,
+    draining: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
+    let conn = Arc::new(Connection::plaintext(name.clone(), peer));
+    tokio::spawn(serve_connection(
+        stream,
+        conn,
+        shared.clone(),
+        Some(draining),
+    ));
+}
+
+/// Serves HTTP/1.1 and HTTP/2 on one accepted connection of any transport (TCP, TLS, an
+/// in-memory pipe) until it closes, `draining` turns true, or it stays idle past the
+/// listener's `idle_timeout`. Every request goes through the listener's stack from the table
+/// current when it arrives, with `conn` in its extensions.
+pub async fn serve_connection<IO>(
+    io: IO,
+    conn: Arc<Connection>,
+    shared: Arc<Shared>,
+    draining: Option<watch::Receiver<bool>>,
+) where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let limits = shared
         .table
         .load()
         .listeners
-        .get(&**name)
+        .get(&*conn.listener)
         .map(|l| l.limits.clone());
     let header_limit = limits
         .as_ref()
         .map_or(64 * 1024, |l| l.max_request_headers_bytes);
     let idle_timeout = limits.as_ref().and_then(|l| l.idle_timeout);
+    let builder = http_builder(
+        header_limit,
+        limits.as_ref().and_then(|l| l.request_headers_timeout),
+    );
+    let verdicts = Arc::new(Verdicts::new());
+    let labels = ListenerLabels {
+        listener: Name(conn.listener.clone()),
+    };
+    let activity = Activity::new();
+    let peer = conn.peer;
+    let service = ConnService {
+        client: Arc::new(ClientAddr::new(conn.peer)),
+        conn,
+        shared: shared.clone(),
+        verdicts: verdicts.clone(),
+        active_requests: shared
+            .metrics
+            .active_requests
+            .get_or_create(&labels)
+            .clone(),
+        activity: activity.clone(),
+    };
+    let conn = builder
+        .serve_connection_with_upgrades(
+            TokioIo::new(FramingGuard::new(io, verdicts)),
+            hyper::service::service_fn(move |req| service.call(req)),
+        )
+        .into_owned();
+    let gauge = shared
+        .metrics
+        .active_connections
+        .get_or_create(&labels)
+        .clone();
+    let idle_closes = shared.metrics.idle_closes.get_or_create(&labels).clone();
+    gauge.inc();
+    let mut conn = std::pin::pin!(conn);
+    let idle = async {
+        match idle_timeout {
+            Some(timeout) => activity.idle_for(timeout).await,
+            None => std::future::pending().await,
+        }
+    };
+    let drain = async {
+        match draining {
+            Some(mut d) => drop(d.wait_for(|d| *d).await),
+            None => std::future::pending().await,
+        }
+    };
+    let ended = tokio::select! {
+        // The connection is what wakes this task almost every time: poll it first rather
+        // than in random order (which also costs a random number per wake-up).
+        biased;
+        ended = conn.as_mut() => Some(ended),
+        () = drain => None,
+        () = idle => {
+            idle_closes.inc();
+            tracing::debug!(%peer, "closing idle connection");
+            None
+        }
+    };
+    let ended = match ended {
+        Some(ended) => ended,
+        None => {
+            // HTTP/1.1: close after the current response; HTTP/2: GOAWAY, then close once
+            // the open streams are done.
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(error) = ended {
+        tracing::debug!(%peer, %error, "connection ended with an error");
+    }
+    gauge.dec();
+}
+
+fn http_builder(
+    header_limit: u32,
+    header_timeout: Option<Duration>,
+) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
     // hyper starts this clock whenever an HTTP/1.1 connection waits for a request head, so
     // it also bounds keep-alive idleness; `None` switches off hyper's own 30 s default.
-    let header_timeout = limits.as_ref().and_then(|l| l.request_headers_timeout);
-    let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -162,68 +269,62 @@ fn serve(
         .initial_stream_window_size(H2_STREAM_WINDOW)
         .initial_connection_window_size(H2_CONN_WINDOW)
         .max_frame_size(H2_MAX_FRAME);
-    let verdicts = Arc::new(Verdicts::new());
-    let labels = ListenerLabels {
-        listener: Name(name.clone()),
-    };
-    let activity = Activity::new();
-    let info = Arc::new(ConnInfo {
-        listener: name.clone(),
-        peer,
-        framing: verdicts.clone(),
-        client: crate::headers::ClientAddr::new(peer),
-        active_requests: shared
-            .metrics
-            .active_requests
-            .get_or_create(&labels)
-            .clone(),
-        activity: activity.clone(),
-    });
-    let svc_shared = shared.clone();
-    let service = service_fn(move |req| forward::handle(svc_shared.clone(), info.clone(), req));
-    let conn = builder
-        .serve_connection_with_upgrades(TokioIo::new(FramingGuard::new(stream, verdicts)), service)
-        .into_owned();
-    let gauge = shared
-        .metrics
-        .active_connections
-        .get_or_create(&labels)
-        .clone();
-    let idle_closes = shared.metrics.idle_closes.get_or_create(&labels).clone();
-    gauge.inc();
-    tokio::spawn(async move {
-        let mut conn = std::pin::pin!(conn);
-        let idle = async {
-            match idle_timeout {
-                Some(timeout) => activity.idle_for(timeout).await,
-                None => std::future::pending().await,
-            }
-        };
-        let ended = tokio::select! {
-            // The connection is what wakes this task almost every time: poll it first rather
-            // than in random order (which also costs a random number per wake-up).
-            biased;
-            ended = conn.as_mut() => Some(ended),
-            _ = draining.wait_for(|d| *d) => None,
-            () = idle => {
-                idle_closes.inc();
-                tracing::debug!(%peer, "closing idle connection");
-                None
-            }
-        };
-        let ended = match ended {
-            Some(ended) => ended,
-            None => {
-                // HTTP/1.1: close after the current response; HTTP/2: GOAWAY, then close once
-                // the open streams are done.
-                conn.as_mut().graceful_shutdown();
-                conn.await
-            }
-        };
-        if let Err(error) = ended {
-            tracing::debug!(%peer, %error, "connection ended with an error");
+    builder
+}
+
+/// What hyper calls per request on one connection: connection facts into the request's
+/// extensions, then the listener's stack from the current table. Never fails.
+struct ConnService {
+    conn: Arc<Connection>,
+    client: Arc<ClientAddr>,
+    shared: Arc<Shared>,
+    verdicts: Arc<Verdicts>,
+    active_requests: Gauge,
+    activity: Arc<Activity>,
+}
+
+impl ConnService {
+    fn call(
+        &self,
+        req: Request<Incoming>,
+    ) -> impl Future<Output = Result<Response<ProxyBody>, Infallible>> + Send + use<> {
+        // Held until the response body is done (or the request is abandoned), so the
+        // connection counts as busy for its idle timer.
+        let active = self.activity.begin();
+        let mut req = req.map(|b| b.map_err(Into::into).boxed_unsync());
+        if matches!(
+            req.version(),
+            http::Version::HTTP_11 | http::Version::HTTP_10
+        ) && let Some(reason) = self.verdicts.next_request()
+        {
+            req.extensions_mut().insert(AmbiguousFraming(reason));
         }
-        gauge.dec();
-        drop(draining);
-    });
+        req.extensions_mut().insert(self.conn.clone());
+        req.extensions_mut().insert(self.client.clone());
+        let service = self
+            .shared
+            .table
+            .load()
+            .listeners
+            .get(&*self.conn.listener)
+            .map(|l| l.service.clone());
+        let grpc = failure::is_grpc(req.headers());
+        let gauge = self.active_requests.clone();
+        let listener = self.conn.listener.clone();
+        async move {
+            let resp = match service {
+                Some(service) => call_listener(service, req)
+                    .await
+                    .unwrap_or_else(|e| failure::render_error(e.as_ref(), CLASSIFIERS, grpc)),
+                // The listener was removed by a reload while this connection was open.
+                None => failure::render(&Failure::ListenerGone(listener.to_string()), grpc),
+            };
+            Ok(resp.map(|b| track(b, gauge, active)))
+        }
+    }
+}
+
+/// Named and boxed outside the caller's `async` block (see [`crate::body::BoxFuture`]).
+fn call_listener(service: ListenerService, req: Request<ProxyBody>) -> BoxFuture {
+    Box::pin(service.oneshot(req))
 }

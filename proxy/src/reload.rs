@@ -3,22 +3,38 @@
 //! directories of the descriptor sets it names, and reload on SIGHUP. A config or descriptor
 //! that fails validation is rejected with a log line and a metric; the old table keeps serving.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Weak;
 use std::time::Duration;
 
+use ferry_config::Config;
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-use crate::app::Inner;
 use crate::descriptors::Descriptors;
+use crate::state::Shared;
+
+/// What the watcher reloads: the running proxy (implemented by `app`, which starts the
+/// watcher; this module does not know it).
+pub(crate) trait Reloadable: Send + Sync + 'static {
+    /// The shared state (current table, metrics).
+    fn shared(&self) -> &Shared;
+    /// Applies a loaded config; `Err` says why it was refused (the old one keeps serving).
+    fn apply_loaded(
+        &self,
+        config: Config,
+        descriptors: Descriptors,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
+}
 
 /// Events arriving this close together are one change (editors and ConfigMap updates write
 /// several files).
 const SETTLE: Duration = Duration::from_millis(150);
 
 /// Runs until the proxy is dropped.
-pub(crate) async fn watch(inner: Weak<Inner>, path: PathBuf) {
+pub(crate) async fn watch<R: Reloadable>(inner: Weak<R>, path: PathBuf) {
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let dir = path
         .parent()
@@ -48,7 +64,7 @@ pub(crate) async fn watch(inner: Weak<Inner>, path: PathBuf) {
     spawn_sighup(tx);
     let mut last_version = match inner.upgrade() {
         Some(i) => {
-            let table = i.shared.table.load();
+            let table = i.shared().table.load();
             watch_dirs(&mut watcher, &mut watched, &table.descriptors);
             (
                 table.config.version.clone(),
@@ -74,12 +90,12 @@ pub(crate) async fn watch(inner: Weak<Inner>, path: PathBuf) {
         let (config, descriptors) = match loaded {
             Ok(Ok(loaded)) => loaded,
             Ok(Err(errors)) => {
-                inner.shared.metrics.reload_failures.inc();
+                inner.shared().metrics.reload_failures.inc();
                 tracing::error!(file = %path.display(), "config rejected; the previous config keeps serving:\n{errors}");
                 continue;
             }
             Err(error) => {
-                inner.shared.metrics.reload_failures.inc();
+                inner.shared().metrics.reload_failures.inc();
                 tracing::error!(%error, "config load task failed");
                 continue;
             }
@@ -95,7 +111,7 @@ pub(crate) async fn watch(inner: Weak<Inner>, path: PathBuf) {
                 last_version = version;
             }
             Err(error) => {
-                inner.shared.metrics.reload_failures.inc();
+                inner.shared().metrics.reload_failures.inc();
                 tracing::error!(%error, "config reload failed; the previous config keeps serving");
             }
         }

@@ -66,6 +66,11 @@ impl<R> Router<R> {
         self.routes.is_empty()
     }
 
+    /// Every route, in priority order.
+    pub fn iter(&self) -> impl Iterator<Item = &R> {
+        self.routes.iter().map(|(_, r)| r)
+    }
+
     /// The first route matching `req`.
     pub fn route(&self, req: &RequestView<'_>) -> Option<&R> {
         let idx = self.index.first_match(req, |i| {

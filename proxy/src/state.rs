@@ -1,10 +1,15 @@
-//! Process-wide state shared by listeners, the admin endpoint and reload.
+//! Process-wide state shared by listeners, the admin endpoint and reload, and the per-route
+//! state that outlives any one routing table.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use ferry_config::RetryPolicy;
 use tokio::sync::mpsc;
+use tower::retry::budget::TpsBudget;
 
 use crate::access_log::AccessRecord;
 use crate::metrics::Metrics;
@@ -16,11 +21,31 @@ pub struct Shared {
     /// The live routing table; readers take a snapshot per request.
     pub table: ArcSwap<Table>,
     /// Metrics.
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
+    /// Per-route state, kept across reloads that leave a route's definition alone.
+    pub routes: RouteStates,
     /// Set when SIGTERM starts draining: `/ready` answers 503.
     draining: AtomicBool,
     /// Optional access-record sink.
     pub access_log: Option<mpsc::Sender<AccessRecord>>,
+}
+
+/// Which route: (listener name, route name).
+pub type RouteKey = (String, String);
+
+/// What one route remembers between requests: its retry budget (and, as they arrive, its
+/// limiters' counters). A reload that leaves the route's definition unchanged keeps this
+/// object; one that changes the definition starts afresh.
+#[derive(Debug, Default)]
+pub struct RouteState {
+    /// The route's retry budget (`None`: no retry policy).
+    pub budget: Option<Arc<TpsBudget>>,
+}
+
+/// Route states by route, each with the definition it was made for.
+#[derive(Debug, Default)]
+pub struct RouteStates {
+    by_route: Mutex<HashMap<RouteKey, (String, Arc<RouteState>)>>,
 }
 
 // === impl Shared ===
@@ -29,12 +54,14 @@ impl Shared {
     /// New state serving `table`.
     pub fn new(
         table: Table,
-        metrics: Metrics,
+        metrics: Arc<Metrics>,
+        routes: RouteStates,
         access_log: Option<mpsc::Sender<AccessRecord>>,
     ) -> Arc<Self> {
         Arc::new(Self {
             table: ArcSwap::from_pointee(table),
             metrics,
+            routes,
             draining: AtomicBool::new(false),
             access_log,
         })
@@ -48,5 +75,54 @@ impl Shared {
     /// Whether the process is draining.
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
+    }
+}
+
+// === impl RouteState ===
+
+impl RouteState {
+    /// Fresh state for a route with this retry policy.
+    pub fn new(retry: Option<&RetryPolicy>) -> Self {
+        RouteState {
+            budget: retry.map(|p| {
+                Arc::new(TpsBudget::new(
+                    Duration::from_secs(10),
+                    p.min_retries_per_second,
+                    p.budget_ratio as f32,
+                ))
+            }),
+        }
+    }
+}
+
+// === impl RouteStates ===
+
+impl RouteStates {
+    /// The state of `key` if its definition is still `definition`; otherwise a fresh one
+    /// made by `fresh`, which replaces the old.
+    pub fn get_or_make(
+        &self,
+        key: &RouteKey,
+        definition: &str,
+        fresh: impl FnOnce() -> RouteState,
+    ) -> Arc<RouteState> {
+        let Ok(mut map) = self.by_route.lock() else {
+            return Arc::new(fresh());
+        };
+        if let Some((def, state)) = map.get(key)
+            && def == definition
+        {
+            return state.clone();
+        }
+        let state = Arc::new(fresh());
+        map.insert(key.clone(), (definition.to_owned(), state.clone()));
+        state
+    }
+
+    /// Forgets routes no longer in the config.
+    pub fn retain(&self, keep: impl Fn(&RouteKey) -> bool) {
+        if let Ok(mut map) = self.by_route.lock() {
+            map.retain(|k, _| keep(k));
+        }
     }
 }

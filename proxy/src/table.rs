@@ -1,18 +1,28 @@
 //! The routing table: everything a request needs, built once per config load and swapped
 //! atomically on reload. In-flight requests keep the `Arc<Table>` they started with.
+//!
+//! Each listener's and each route's service stack is built here (the order itself is read in
+//! [`crate::stack`]). Clusters whose config did not change are reused (pools, latency,
+//! ejections carry over); a route whose definition and clusters did not change keeps its
+//! whole entry, stack included; a route whose clusters changed gets a new stack over the same
+//! [`RouteState`] (retry budget) as long as its own definition is unchanged.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use ferry_config::{Action, Config, ListenerLimits, Route, StringMatch};
-use rand::Rng;
-use tower::retry::budget::TpsBudget;
+use tokio::sync::mpsc;
 
+use crate::access_log::AccessRecord;
 use crate::cluster::Cluster;
 use crate::descriptors::Descriptors;
 use crate::metrics::{ClusterLabels, Metrics, Name, RouteLabels, RouteRequests};
 use crate::router::Router;
+use crate::routing::Routes;
+use crate::stack::{self, ListenerService, RouteService};
+use crate::state::{RouteKey, RouteState, RouteStates};
+use crate::upstream::Transport;
 
 /// One loaded configuration, ready to serve.
 #[derive(Debug)]
@@ -29,15 +39,30 @@ pub struct Table {
     pub descriptors: Descriptors,
 }
 
-/// One listener's routes and limits.
+/// What a table is built with besides the config: the process-wide pieces that outlive it.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// Metrics registry.
+    pub metrics: &'a Arc<Metrics>,
+    /// Route states kept across reloads.
+    pub states: &'a RouteStates,
+    /// How clusters reach their endpoints.
+    pub transport: &'a Transport,
+    /// Access-record sink.
+    pub access_log: Option<&'a mpsc::Sender<AccessRecord>>,
+}
+
+/// One listener's routes, limits and stack.
 #[derive(Debug)]
 pub struct ListenerTable {
     /// Listener name.
     pub name: Arc<str>,
     /// Routes in priority order.
-    pub router: Router<Arc<RouteEntry>>,
+    pub routes: Arc<Routes>,
     /// Request limits.
     pub limits: ListenerLimits,
+    /// The listener's stack (request id → … → routing into the route stacks).
+    pub service: ListenerService,
 }
 
 /// A route ready to serve.
@@ -47,20 +72,16 @@ pub struct RouteEntry {
     pub name: Arc<str>,
     /// The route's config.
     pub config: Route,
-    /// Weighted targets with cumulative weights (empty for a direct response).
-    targets: Vec<(u64, Arc<Cluster>)>,
-    total_weight: u64,
-    /// Shared retry budget of the route.
-    pub budget: Option<TpsBudget>,
+    /// The route's definition as the effective config spells it (compared on reload).
+    definition: String,
+    /// The clusters its stack sends to (compared on reload by identity).
+    clusters: Vec<Arc<Cluster>>,
+    /// What the route remembers across reloads.
+    pub state: Arc<RouteState>,
+    /// The route's stack (edits → filters → split → timeout → retry → balance → client).
+    pub service: RouteService,
     /// The configured model name (metric label), or empty.
     pub model_label: Arc<str>,
-    /// The route's OIP REST ⇄ gRPC translator, if it has `translate` with `oip-v2`.
-    pub translator: Option<ferry_filters::translate::Translator>,
-    /// The route's generic REST → gRPC transcoder, if it has `translate` with `descriptor`.
-    pub transcoder: Option<ferry_filters::transcode::Transcoder>,
-    /// The route's input tensor check, if it has `validate_tensors` (its metadata cache lives
-    /// as long as this table).
-    pub tensor_validator: Option<ferry_filters::tensor_check::TensorValidator>,
     /// `ferry_request_duration_seconds` of this route, registered once.
     pub duration: prometheus_client::metrics::histogram::Histogram,
     /// `ferry_requests_total` of this route.
@@ -79,21 +100,23 @@ pub struct UnknownCluster {
 // === impl Table ===
 
 impl Table {
-    /// Builds the table, reusing clusters from `previous` whose config did not change (their
-    /// pools, latency estimates and ejections carry over).
+    /// Builds the table, reusing what `previous` has for unchanged clusters and routes.
     pub fn build(
         config: Config,
         descriptors: Descriptors,
         previous: Option<&Table>,
-        metrics: &Metrics,
+        cx: Context<'_>,
     ) -> Result<Self, UnknownCluster> {
+        let metrics = cx.metrics;
         let mut clusters = HashMap::new();
         for c in &config.clusters {
             let reused = previous
                 .and_then(|p| p.clusters.get(&c.name))
                 .filter(|old| old.same_config(c))
                 .cloned();
-            let cluster = reused.unwrap_or_else(|| Arc::new(Cluster::new(c.clone(), metrics)));
+            let cluster = reused.unwrap_or_else(|| {
+                Arc::new(Cluster::new(c.clone(), metrics, cx.transport.clone()))
+            });
             // Pre-register so dashboards see a 0 series before the first failure.
             let labels = ClusterLabels {
                 cluster: Name(cluster.name.clone()),
@@ -103,41 +126,54 @@ impl Table {
             clusters.insert(c.name.clone(), cluster);
         }
         let mut listeners = HashMap::new();
-        for l in &config.listeners {
+        for (li, l) in config.listeners.iter().enumerate() {
             let name: Arc<str> = l.name.as_str().into();
+            let old: HashMap<&str, &Arc<RouteEntry>> = previous
+                .and_then(|p| p.listeners.get(&l.name))
+                .map(|o| o.routes.router.iter().map(|e| (&*e.name, e)).collect())
+                .unwrap_or_default();
             let mut routes = Vec::with_capacity(l.routes.len());
-            for r in &l.routes {
-                drop(metrics.retries.get_or_create(&RouteLabels {
-                    listener: Name(name.clone()),
-                    route: Name(r.name.as_str().into()),
-                }));
-                let duration = metrics
-                    .request_duration
-                    .get_or_create(&RouteLabels {
-                        listener: Name(name.clone()),
-                        route: Name(r.name.as_str().into()),
-                    })
-                    .clone();
-                routes.push((
-                    r.matcher.clone(),
-                    Arc::new(RouteEntry::new(
+            for (ri, r) in l.routes.iter().enumerate() {
+                let definition = definition(&config, li, ri);
+                let targets = targets(r, &clusters)?;
+                let reused = old
+                    .get(r.name.as_str())
+                    .filter(|e| e.definition == definition && same_clusters(&e.clusters, &targets))
+                    .filter(|_| r.translate.as_ref().is_none_or(|t| t.descriptor.is_none()));
+                let entry = match reused {
+                    Some(e) => Arc::clone(e),
+                    None => Arc::new(RouteEntry::new(
                         r,
-                        &clusters,
-                        duration,
+                        &name,
+                        definition,
+                        targets,
                         descriptors.transcoder(&l.name, &r.name),
-                        (metrics, &name),
-                    )?),
-                ));
+                        cx,
+                    )),
+                };
+                routes.push((r.matcher.clone(), entry));
             }
+            let routes = Arc::new(Routes {
+                router: Router::new(routes),
+                model_sniff_bytes: l.limits.model_sniff_bytes as usize,
+            });
+            let service = stack::listener(name.clone(), &l.limits, routes.clone(), cx);
             listeners.insert(
                 l.name.clone(),
                 Arc::new(ListenerTable {
                     name,
-                    router: Router::new(routes),
+                    routes,
                     limits: l.limits.clone(),
+                    service,
                 }),
             );
         }
+        cx.states.retain(|(listener, route)| {
+            config
+                .listeners
+                .iter()
+                .any(|l| l.name == *listener && l.routes.iter().any(|r| r.name == *route))
+        });
         Ok(Self {
             config,
             loaded_at: SystemTime::now(),
@@ -148,73 +184,85 @@ impl Table {
     }
 }
 
+/// The route's effective-config JSON: what "the route's definition is unchanged" compares.
+fn definition(config: &Config, listener: usize, route: usize) -> String {
+    config.effective_json["listeners"][listener]["routes"][route].to_string()
+}
+
+/// The route's weighted clusters (empty for a direct response).
+fn targets(
+    r: &Route,
+    clusters: &HashMap<String, Arc<Cluster>>,
+) -> Result<Vec<(u32, Arc<Cluster>)>, UnknownCluster> {
+    let Action::Forward(list) = &r.action else {
+        return Ok(Vec::new());
+    };
+    list.iter()
+        .map(|t| {
+            let cluster = clusters
+                .get(&t.cluster)
+                .cloned()
+                .ok_or_else(|| UnknownCluster {
+                    route: r.name.clone(),
+                    cluster: t.cluster.clone(),
+                })?;
+            Ok((t.weight.get(), cluster))
+        })
+        .collect()
+}
+
+fn same_clusters(old: &[Arc<Cluster>], new: &[(u32, Arc<Cluster>)]) -> bool {
+    old.len() == new.len() && old.iter().zip(new).all(|(a, (_, b))| Arc::ptr_eq(a, b))
+}
+
 // === impl RouteEntry ===
 
 impl RouteEntry {
     fn new(
         r: &Route,
-        clusters: &HashMap<String, Arc<Cluster>>,
-        duration: prometheus_client::metrics::histogram::Histogram,
+        listener: &Arc<str>,
+        definition: String,
+        targets: Vec<(u32, Arc<Cluster>)>,
         transcoder: Option<ferry_filters::transcode::Transcoder>,
-        series: (&Metrics, &Arc<str>),
-    ) -> Result<Self, UnknownCluster> {
-        let mut targets = Vec::new();
-        let mut total = 0u64;
-        if let Action::Forward(list) = &r.action {
-            for t in list {
-                let cluster = clusters
-                    .get(&t.cluster)
-                    .cloned()
-                    .ok_or_else(|| UnknownCluster {
-                        route: r.name.clone(),
-                        cluster: t.cluster.clone(),
-                    })?;
-                total += u64::from(t.weight.get());
-                targets.push((total, cluster));
-            }
-        }
-        let budget = r.retry.as_ref().map(|p| {
-            TpsBudget::new(
-                Duration::from_secs(10),
-                p.min_retries_per_second,
-                p.budget_ratio as f32,
-            )
-        });
+        cx: Context<'_>,
+    ) -> Self {
+        let metrics = cx.metrics;
+        let name: Arc<str> = r.name.as_str().into();
+        let labels = RouteLabels {
+            listener: Name(listener.clone()),
+            route: Name(name.clone()),
+        };
+        let duration = metrics.request_duration.get_or_create(&labels).clone();
+        let key: RouteKey = (listener.to_string(), r.name.clone());
+        let state = cx
+            .states
+            .get_or_make(&key, &definition, || RouteState::new(r.retry.as_ref()));
         let model_label: Arc<str> = match r.matcher.model.as_ref().map(|m| &m.name) {
             Some(StringMatch::Exact(name)) => name.as_str().into(),
             _ => "".into(),
         };
-        let name: Arc<str> = r.name.as_str().into();
-        let (metrics, listener) = series;
         let requests =
             RouteRequests::new(metrics, listener.clone(), name.clone(), model_label.clone());
-        Ok(Self {
+        let service = stack::route(
+            stack::RouteParts {
+                route: r,
+                labels,
+                targets: &targets,
+                transcoder,
+                state: &state,
+            },
+            metrics,
+        );
+        Self {
             name,
             config: r.clone(),
-            targets,
-            total_weight: total,
-            budget,
+            definition,
+            clusters: targets.into_iter().map(|(_, c)| c).collect(),
+            state,
+            service,
             model_label,
-            translator: crate::forward::translate::translator(r.translate.as_ref()),
-            transcoder,
-            tensor_validator: crate::forward::tensor_check::validator(
-                r.validate_tensors.as_ref(),
-                r.translate.as_ref(),
-            ),
             duration,
             requests,
-        })
-    }
-
-    /// Picks a cluster by weight; `None` for a direct-response route.
-    pub fn pick_cluster(&self) -> Option<&Arc<Cluster>> {
-        match self.targets.as_slice() {
-            [] => None,
-            [(_, only)] => Some(only),
-            many => {
-                let x = rand::rng().random_range(0..self.total_weight.max(1));
-                many.iter().find(|(cum, _)| x < *cum).map(|(_, c)| c)
-            }
         }
     }
 }

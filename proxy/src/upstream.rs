@@ -17,7 +17,53 @@ mod h2;
 pub use self::h1::H1Pool;
 pub use self::h2::H2Slot;
 use crate::body::{BoxError, ProxyBody};
-use crate::cluster::Endpoint;
+use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
+
+/// One endpoint's connections: its HTTP/1.1 keep-alive pool and its HTTP/2 connection.
+#[derive(Debug)]
+pub struct Conns {
+    /// Socket address.
+    pub addr: SocketAddr,
+    /// The address as a URI authority, made once rather than per request.
+    pub authority: Authority,
+    /// HTTP/1.1 keep-alive connections.
+    pub h1: H1Pool,
+    /// The HTTP/2 connection.
+    pub h2: H2Slot,
+}
+
+impl Conns {
+    /// No connections yet to `addr`.
+    pub fn new(addr: SocketAddr) -> Self {
+        // A SocketAddr always prints as a valid authority; the fallback is unreachable.
+        let authority = Authority::try_from(addr.to_string().as_str())
+            .unwrap_or_else(|_| Authority::from_static("invalid"));
+        Conns {
+            addr,
+            authority,
+            h1: H1Pool::default(),
+            h2: H2Slot::default(),
+        }
+    }
+}
+
+/// How a cluster reaches its endpoints.
+#[derive(Debug, Clone, Default)]
+pub enum Transport {
+    /// TCP connections (the only transport outside tests).
+    #[default]
+    Network,
+    /// An in-memory service standing in for every endpoint (the proxy's own tests run the
+    /// whole stack this way, without sockets).
+    Memory(MemoryUpstream),
+}
+
+/// An in-memory upstream: given the endpoint chosen and the request, the response.
+pub type MemoryUpstream = tower::util::BoxCloneSyncService<
+    (SocketAddr, Request<ProxyBody>),
+    Response<ProxyBody>,
+    SendError,
+>;
 
 /// Which wire protocol one request rides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +172,7 @@ impl UpstreamClient {
     pub async fn send(
         &self,
         mut req: Request<ProxyBody>,
-        endpoint: &Endpoint,
+        endpoint: &Conns,
         wire: Wire,
     ) -> Result<Response<Incoming>, SendError> {
         let addr = endpoint.addr;
@@ -206,9 +252,9 @@ impl Pooled {
             .timer(TokioTimer::new())
             .http2_only(true)
             .http2_keep_alive_interval(Some(std::time::Duration::from_secs(30)))
-            .http2_initial_stream_window_size(crate::listener::H2_STREAM_WINDOW)
-            .http2_initial_connection_window_size(crate::listener::H2_CONN_WINDOW)
-            .http2_max_frame_size(crate::listener::H2_MAX_FRAME);
+            .http2_initial_stream_window_size(H2_STREAM_WINDOW)
+            .http2_initial_connection_window_size(H2_CONN_WINDOW)
+            .http2_max_frame_size(H2_MAX_FRAME);
         Self {
             http1: http1.build(connector.clone()),
             h2: h2.build(connector),

@@ -62,7 +62,11 @@ async fn the_layer_answers_by_the_request_protocol() {
         Err::<Response<Full<Bytes>>, BoxError>(Box::new(TranslateError::NoEndpoint("x".into())))
     });
     let svc = RenderErrorsLayer::new().layer(failing);
-    let rest = svc.clone().oneshot(Request::new(Full::default())).await.unwrap();
+    let rest = svc
+        .clone()
+        .oneshot(Request::new(Full::default()))
+        .await
+        .unwrap();
     assert_eq!(rest.status(), StatusCode::NOT_FOUND);
     let grpc = Request::builder()
         .header(CONTENT_TYPE, "application/grpc")

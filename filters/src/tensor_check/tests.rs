@@ -240,7 +240,8 @@ fn upstream_settings() -> TensorValidationSettings {
 #[tokio::test]
 async fn static_metadata_rejects_before_the_upstream() {
     let calls = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
-    let svc = render_errors(TensorValidationLayer::new(static_settings())).layer(upstream(calls.clone(), true));
+    let svc = render_errors(TensorValidationLayer::new(static_settings()))
+        .layer(upstream(calls.clone(), true));
     let resp = svc.clone().oneshot(rest_req("m", BAD)).await.unwrap();
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     assert_eq!(
@@ -268,7 +269,8 @@ async fn static_metadata_rejects_before_the_upstream() {
 #[tokio::test]
 async fn upstream_metadata_is_fetched_once_and_cached_rest_and_grpc() {
     let calls = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
-    let svc = render_errors(TensorValidationLayer::new(upstream_settings())).layer(upstream(calls.clone(), true));
+    let svc = render_errors(TensorValidationLayer::new(upstream_settings()))
+        .layer(upstream(calls.clone(), true));
     for _ in 0..2 {
         let resp = svc.clone().oneshot(rest_req("m", BAD)).await.unwrap();
         assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
@@ -289,7 +291,8 @@ async fn upstream_metadata_is_fetched_once_and_cached_rest_and_grpc() {
     assert_eq!(calls[1].load(Ordering::SeqCst), 1);
 
     // A fresh cache, so the gRPC side fetches ModelMetadata itself.
-    let svc = render_errors(TensorValidationLayer::new(upstream_settings())).layer(upstream(calls.clone(), true));
+    let svc = render_errors(TensorValidationLayer::new(upstream_settings()))
+        .layer(upstream(calls.clone(), true));
     let grpc = |body: Bytes| {
         Request::post("http://up/inference.GRPCInferenceService/ModelInfer")
             .header("content-type", "application/grpc")

@@ -17,9 +17,9 @@ use super::request;
 use super::response::{Deframer, Shape, StreamFormat, check_status};
 use super::rules::RuleIndex;
 use super::stream::JsonStream;
+use crate::failure::json_answer;
 use crate::translate::grpc_frame::{frame, unframe};
 use crate::translate::service::collect;
-use crate::failure::json_answer;
 use crate::translate::service::{boxed, grpc_status};
 use crate::translate::{BoxError, ChunksBody, TranslateBody, TranslateError};
 

@@ -18,12 +18,12 @@ use super::binary_probe::{self, BinaryProbe, UpstreamBinary};
 use super::endpoint::{Endpoint, Rpc};
 use super::error::{TranslateError, code, http_for_grpc};
 use super::grpc_message::percent_decode;
-use crate::failure::render;
 use super::grpc_to_rest::{self, GrpcPlan};
 use super::pb::SERVICE_PATH;
 use super::rest_to_grpc::{self, InferAnswer, OutputPlan};
 use super::section_stream;
 use super::{BoxError, ChunksBody, Direction, TranslateBody, TranslateSettings};
+use crate::failure::render;
 
 /// The binary extension's header: length of the JSON part of the body.
 pub const INFERENCE_HEADER_CONTENT_LENGTH: HeaderName =
@@ -89,9 +89,7 @@ impl Translator {
     pub fn try_request<B>(
         &self,
         req: Request<B>,
-    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), TranslateError>>
-    + Send
-    + 'static
+    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), TranslateError>> + Send + 'static
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
@@ -174,9 +172,7 @@ impl Translator {
         &self,
         req: Request<B>,
         upstream_binary: bool,
-    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), TranslateError>>
-    + Send
-    + 'static
+    ) -> impl Future<Output = Result<(Request<TranslateBody>, Pending), TranslateError>> + Send + 'static
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,

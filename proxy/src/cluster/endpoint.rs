@@ -17,12 +17,8 @@ const DEFAULT_RTT: Duration = Duration::from_millis(1);
 pub struct Endpoint {
     /// Socket address.
     pub addr: SocketAddr,
-    /// The address as a URI authority, made once rather than per request.
-    pub authority: http::uri::Authority,
-    /// The endpoint's HTTP/1.1 keep-alive connections.
-    pub h1: crate::upstream::H1Pool,
-    /// The endpoint's HTTP/2 connection.
-    pub h2: crate::upstream::H2Slot,
+    /// The endpoint's pooled connections.
+    pub conns: crate::upstream::Conns,
     in_flight: AtomicUsize,
     consecutive_failures: AtomicU32,
     state: Mutex<State>,
@@ -51,14 +47,9 @@ impl Drop for InFlight<'_> {
 impl Endpoint {
     /// A fresh endpoint.
     pub fn new(addr: SocketAddr) -> Self {
-        // A SocketAddr always prints as a valid authority; the fallback is unreachable.
-        let authority = http::uri::Authority::try_from(addr.to_string().as_str())
-            .unwrap_or_else(|_| http::uri::Authority::from_static("invalid"));
         Self {
             addr,
-            authority,
-            h1: crate::upstream::H1Pool::default(),
-            h2: crate::upstream::H2Slot::default(),
+            conns: crate::upstream::Conns::new(addr),
             in_flight: AtomicUsize::new(0),
             consecutive_failures: AtomicU32::new(0),
             state: Mutex::new(State {

@@ -72,9 +72,9 @@ impl H2Slot {
         let stream = super::connect_tcp(addr, connect_timeout).await?;
         let (sender, conn) = http2::Builder::new(TokioExecutor::new())
             .timer(TokioTimer::new())
-            .initial_stream_window_size(crate::listener::H2_STREAM_WINDOW)
-            .initial_connection_window_size(crate::listener::H2_CONN_WINDOW)
-            .max_frame_size(crate::listener::H2_MAX_FRAME)
+            .initial_stream_window_size(crate::h2_settings::H2_STREAM_WINDOW)
+            .initial_connection_window_size(crate::h2_settings::H2_CONN_WINDOW)
+            .max_frame_size(crate::h2_settings::H2_MAX_FRAME)
             .keep_alive_interval(Duration::from_secs(30))
             .handshake(TokioIo::new(stream))
             .await

@@ -1,0 +1,68 @@
+//! Config IR → each filter's own settings type (the filters crate knows no config file).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ferry_config::{TensorMetadataSource, Translate, TranslateDirection, ValidateTensors};
+use ferry_filters::tensor_check::{
+    MaxCheckedBytes, MetadataRefresh, MetadataSource, ModelMetadata, TensorMetadata,
+    TensorValidationSettings,
+};
+use ferry_filters::translate::{Direction, MaxDecodedBytes, TranslateSettings, UpstreamBinary};
+
+/// The OIP translator settings of a route's `translate` (none for descriptor transcoding).
+pub fn translate(config: Option<&Translate>) -> Option<TranslateSettings> {
+    config
+        .filter(|t| t.descriptor.is_none())
+        .map(|t| TranslateSettings {
+            direction: match t.direction {
+                TranslateDirection::RestToGrpc => Direction::RestToGrpc,
+                TranslateDirection::GrpcToRest => Direction::GrpcToRest,
+            },
+            max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
+            upstream_binary: match t.upstream_binary {
+                ferry_config::UpstreamBinary::On => UpstreamBinary::On,
+                ferry_config::UpstreamBinary::Off => UpstreamBinary::Off,
+                ferry_config::UpstreamBinary::Auto => UpstreamBinary::Auto,
+            },
+        })
+}
+
+/// The tensor check settings of a route's `validate_tensors`. The body bound is the route's
+/// translation limit when it translates, the check's default otherwise.
+pub fn validate_tensors(
+    config: Option<&ValidateTensors>,
+    translate: Option<&Translate>,
+) -> Option<TensorValidationSettings> {
+    let config = config?;
+    let source = match &config.source {
+        TensorMetadataSource::Upstream { refresh } => {
+            MetadataSource::Upstream(MetadataRefresh(*refresh))
+        }
+        TensorMetadataSource::Static(models) => {
+            let models: HashMap<String, Arc<ModelMetadata>> = models
+                .iter()
+                .map(|m| {
+                    let inputs = m
+                        .inputs
+                        .iter()
+                        .map(|t| TensorMetadata {
+                            name: t.name.clone(),
+                            datatype: t.datatype.clone(),
+                            shape: t.shape.clone(),
+                        })
+                        .collect();
+                    (m.name.clone(), Arc::new(ModelMetadata { inputs }))
+                })
+                .collect();
+            MetadataSource::Static(Arc::new(models))
+        }
+    };
+    let max_checked_bytes = translate
+        .map(|t| MaxCheckedBytes(t.max_decoded_bytes))
+        .unwrap_or_default();
+    Some(TensorValidationSettings {
+        source,
+        max_checked_bytes,
+    })
+}

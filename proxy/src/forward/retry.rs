@@ -1,0 +1,242 @@
+//! Retries within the route's budget. A request is retried only when the route has a retry
+//! policy, its body was small enough to keep whole (`max_body_bytes`, replayed from memory,
+//! never re-read from the caller) and the failure is one the policy names (connect failure,
+//! 503, 5xx, gRPC UNAVAILABLE or RESOURCE_EXHAUSTED) or a `per_try_timeout`. Each retry must
+//! withdraw from the route's budget (a share of recent requests, kept across reloads), so a
+//! failing upstream is not hit with a retry storm; without budget the last answer stands.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use ferry_config::{RetryOn, RetryPolicy};
+use ferry_filters::failure::Classify;
+use http::{Request, Response, StatusCode};
+use prometheus_client::metrics::counter::Counter;
+use tower::retry::budget::{Budget, TpsBudget};
+
+use super::balance::{Attempt, Avoid};
+use crate::body::{BoxError, BoxFuture, Peeked, ProxyBody};
+use crate::failure::Failure;
+use crate::headers;
+use crate::request_meta::Outcome;
+
+/// Tower layer retrying under a policy and a shared budget.
+#[derive(Debug, Clone)]
+pub struct RetryLayer {
+    shared: Arc<Shared>,
+}
+
+/// The service made by [`RetryLayer`].
+#[derive(Debug, Clone)]
+pub struct Retry<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    policy: Option<RetryPolicy>,
+    budget: Option<Arc<TpsBudget>>,
+    retries: Counter,
+}
+
+/// How one attempt ended, as the policy sees it.
+enum Verdict {
+    Done(Result<Response<ProxyBody>, BoxError>),
+    /// The policy would retry; if no retry follows, this is the caller's answer as it is.
+    Again(Result<Response<ProxyBody>, BoxError>),
+}
+
+impl RetryLayer {
+    /// Retries under `policy` (`None`: one attempt), withdrawing from `budget`; `retries`
+    /// counts them (`ferry_retries_total` of the route).
+    pub fn new(
+        policy: Option<RetryPolicy>,
+        budget: Option<Arc<TpsBudget>>,
+        retries: Counter,
+    ) -> Self {
+        RetryLayer {
+            shared: Arc::new(Shared {
+                policy,
+                budget,
+                retries,
+            }),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for RetryLayer {
+    type Service = Retry<S>;
+
+    fn layer(&self, inner: S) -> Retry<S> {
+        Retry {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+// === impl Retry ===
+
+impl<S> tower::Service<Request<ProxyBody>> for Retry<S>
+where
+    S: tower::Service<
+            Request<ProxyBody>,
+            Response = Response<ProxyBody>,
+            Error = BoxError,
+            Future = BoxFuture,
+        > + Clone
+        + Send
+        + 'static,
+{
+    type Response = Response<ProxyBody>;
+    type Error = BoxError;
+    type Future = BoxFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ProxyBody>) -> Self::Future {
+        if let Some(budget) = &self.shared.budget {
+            budget.deposit();
+        }
+        let policy = self
+            .shared
+            .policy
+            .as_ref()
+            .filter(|p| p.attempts > 1 && !headers::is_upgrade(req.headers()));
+        if policy.is_none() {
+            return self.inner.call(req);
+        }
+        let shared = self.shared.clone();
+        let inner = self.inner.clone();
+        Box::pin(async move { shared.run(inner, req).await })
+    }
+}
+
+// === impl Shared ===
+
+impl Shared {
+    async fn run<S>(
+        &self,
+        mut inner: S,
+        req: Request<ProxyBody>,
+    ) -> Result<Response<ProxyBody>, BoxError>
+    where
+        S: tower::Service<
+                Request<ProxyBody>,
+                Response = Response<ProxyBody>,
+                Error = BoxError,
+                Future = BoxFuture,
+            >,
+    {
+        let Some(policy) = &self.policy else {
+            return inner.call(req).await;
+        };
+        let (parts, body) = req.into_parts();
+        let mut peeked = Peeked::read_small(body, policy.max_body_bytes as usize)
+            .await
+            .map_err(|e| Failure::BadRequest(format!("reading request body: {e}")))?;
+        // Only a body held whole can be sent again.
+        let max_attempts = if peeked.is_complete() {
+            policy.attempts
+        } else {
+            1
+        };
+        let outcome = parts.extensions.get::<Arc<Outcome>>().cloned();
+        let mut avoid = None;
+        for attempt in 1..max_attempts {
+            // A retry may follow, so this attempt sends a copy of the head.
+            let req = copy(&parts, peeked.replay(), attempt, avoid);
+            match judge(&policy.on, inner.call(req).await) {
+                Verdict::Done(answer) => return answer,
+                Verdict::Again(answer) => {
+                    if !self.budget.as_ref().is_none_or(|b| b.withdraw()) {
+                        return answer;
+                    }
+                    avoid = outcome.as_ref().and_then(|o| o.endpoint()).map(Avoid);
+                    tracing::debug!(attempt, "retrying");
+                    self.retries.inc();
+                }
+            }
+        }
+        // The last possible attempt takes the head itself: only retries pay for a copy.
+        let mut req = Request::from_parts(parts, peeked.replay());
+        req.extensions_mut().insert(Attempt(max_attempts));
+        if let Some(avoid) = avoid {
+            req.extensions_mut().insert(avoid);
+        }
+        match judge(&policy.on, inner.call(req).await) {
+            Verdict::Done(answer) | Verdict::Again(answer) => answer,
+        }
+    }
+}
+
+fn copy(
+    parts: &http::request::Parts,
+    body: ProxyBody,
+    attempt: u32,
+    avoid: Option<Avoid>,
+) -> Request<ProxyBody> {
+    let mut req = Request::new(body);
+    *req.method_mut() = parts.method.clone();
+    *req.uri_mut() = parts.uri.clone();
+    *req.version_mut() = parts.version;
+    *req.headers_mut() = parts.headers.clone();
+    *req.extensions_mut() = parts.extensions.clone();
+    req.extensions_mut().insert(Attempt(attempt));
+    if let Some(avoid) = avoid {
+        req.extensions_mut().insert(avoid);
+    }
+    req
+}
+
+/// Whether the policy retries this answer: a `per_try_timeout` always, a connect failure when
+/// the policy names it, an upstream answer when its status is one the policy names.
+fn judge(on: &[RetryOn], answer: Result<Response<ProxyBody>, BoxError>) -> Verdict {
+    let again = match &answer {
+        Ok(resp) => retry_wanted(on, resp),
+        Err(e) => match e.downcast_ref::<Failure>() {
+            Some(f @ Failure::Timeout { per_try: true, .. }) => f.retryable(),
+            Some(f @ Failure::Unavailable { connect: true, .. }) => {
+                f.retryable() && on.contains(&RetryOn::ConnectFailure)
+            }
+            _ => false,
+        },
+    };
+    if let (true, Ok(resp)) = (again, &answer) {
+        tracing::debug!(answer = %describe(resp), "retryable answer");
+    }
+    if again {
+        Verdict::Again(answer)
+    } else {
+        Verdict::Done(answer)
+    }
+}
+
+fn grpc_status(resp: &Response<ProxyBody>) -> Option<u32> {
+    resp.headers()
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+fn retry_wanted(on: &[RetryOn], resp: &Response<ProxyBody>) -> bool {
+    let status = resp.status();
+    let grpc = grpc_status(resp);
+    on.iter().any(|r| match r {
+        RetryOn::ConnectFailure => false,
+        RetryOn::Http503 => status == StatusCode::SERVICE_UNAVAILABLE,
+        RetryOn::Http5xx => status.is_server_error(),
+        RetryOn::Unavailable => grpc == Some(14),
+        RetryOn::ResourceExhausted => grpc == Some(8) || status == StatusCode::TOO_MANY_REQUESTS,
+    })
+}
+
+fn describe(resp: &Response<ProxyBody>) -> String {
+    match grpc_status(resp) {
+        Some(code) => format!("grpc-status {code}"),
+        None => resp.status().to_string(),
+    }
+}

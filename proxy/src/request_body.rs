@@ -1,0 +1,165 @@
+//! The request body's framing and size: requests whose framing is ambiguous (request
+//! smuggling, RFC 9112 §6.3) are refused, a declared length over the listener's
+//! `max_request_body_bytes` is refused before a byte is read, and a body that streams past the
+//! limit fails with [`BodyTooLarge`] (413 / RESOURCE_EXHAUSTED) wherever it is being read.
+
+use std::task::{Context, Poll};
+
+use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{HeaderMap, Request, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+
+use crate::body::{BodyTooLarge, BoxError, BoxFuture, ProxyBody};
+use crate::failure::Failure;
+
+/// The listener found this HTTP/1.1 request's head ambiguous (set by the listener, which
+/// reads the bytes; answered here, inside the error renderer).
+#[derive(Debug, Clone, Copy)]
+pub struct AmbiguousFraming(pub &'static str);
+
+/// Tower layer checking framing and bounding the body.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestBodyLayer {
+    limit: Option<u64>,
+}
+
+/// The service made by [`RequestBodyLayer`].
+#[derive(Debug, Clone)]
+pub struct RequestBody<S> {
+    inner: S,
+    limit: Option<u64>,
+}
+
+impl RequestBodyLayer {
+    /// Bodies of at most `limit` bytes (`None`: unbounded).
+    pub fn new(limit: Option<u64>) -> Self {
+        RequestBodyLayer { limit }
+    }
+}
+
+impl<S> tower::Layer<S> for RequestBodyLayer {
+    type Service = RequestBody<S>;
+
+    fn layer(&self, inner: S) -> RequestBody<S> {
+        RequestBody {
+            inner,
+            limit: self.limit,
+        }
+    }
+}
+
+// === impl RequestBody ===
+
+impl<S> tower::Service<Request<ProxyBody>> for RequestBody<S>
+where
+    S: tower::Service<
+            Request<ProxyBody>,
+            Response = Response<ProxyBody>,
+            Error = BoxError,
+            Future = BoxFuture,
+        >,
+{
+    type Response = Response<ProxyBody>;
+    type Error = BoxError;
+    type Future = BoxFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ProxyBody>) -> Self::Future {
+        let req = match check(req, self.limit) {
+            Ok(req) => req,
+            Err(failure) => return Box::pin(std::future::ready(Err(failure.into()))),
+        };
+        self.inner.call(req)
+    }
+}
+
+fn check(req: Request<ProxyBody>, limit: Option<u64>) -> Result<Request<ProxyBody>, Failure> {
+    if let Some(AmbiguousFraming(reason)) = req.extensions().get() {
+        return Err(Failure::AmbiguousFraming(reason));
+    }
+    check_framing(req.headers())?;
+    let Some(limit) = limit else {
+        return Ok(req);
+    };
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(Failure::BodyTooLarge { limit });
+    }
+    Ok(req.map(|body| bounded(body, limit)))
+}
+
+/// `body`, failing with [`BodyTooLarge`] (which says the limit, unlike `Limited`'s own error)
+/// once more than `limit` bytes have passed.
+pub fn bounded(body: ProxyBody, limit: u64) -> ProxyBody {
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    Limited::new(body, cap)
+        .map_err(move |e| -> BoxError {
+            if e.is::<LengthLimitError>() {
+                Box::new(BodyTooLarge { limit })
+            } else {
+                e
+            }
+        })
+        .boxed_unsync()
+}
+
+/// Rejects requests whose framing is ambiguous (request smuggling, RFC 9112 §6.3).
+fn check_framing(headers: &HeaderMap) -> Result<(), Failure> {
+    if headers.contains_key(TRANSFER_ENCODING) && headers.contains_key(CONTENT_LENGTH) {
+        return Err(Failure::BadRequest(
+            "both Content-Length and Transfer-Encoding are present".into(),
+        ));
+    }
+    if headers.get_all(CONTENT_LENGTH).iter().count() > 1 {
+        return Err(Failure::BadRequest("duplicate Content-Length".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+    use crate::body::full;
+
+    #[tokio::test]
+    async fn the_limit_says_itself_and_smaller_bodies_pass() {
+        let err = bounded(full("0123456789"), 4).collect().await.unwrap_err();
+        let too_large = err.downcast_ref::<BodyTooLarge>().unwrap();
+        assert_eq!(too_large.limit, 4);
+        let ok = bounded(full("0123"), 4).collect().await.unwrap();
+        assert_eq!(ok.to_bytes(), "0123");
+    }
+
+    #[test]
+    fn declared_lengths_and_ambiguous_framing_are_refused_up_front() {
+        let req = Request::builder()
+            .header(CONTENT_LENGTH, "10")
+            .body(full("0123456789"))
+            .unwrap();
+        assert!(matches!(
+            check(req, Some(4)),
+            Err(Failure::BodyTooLarge { limit: 4 })
+        ));
+        let req = Request::builder()
+            .header(CONTENT_LENGTH, "1")
+            .header(TRANSFER_ENCODING, "chunked")
+            .body(full("0"))
+            .unwrap();
+        assert!(matches!(check(req, None), Err(Failure::BadRequest(_))));
+        let mut req = Request::new(full(""));
+        req.extensions_mut().insert(AmbiguousFraming("obs-fold"));
+        assert!(matches!(
+            check(req, None),
+            Err(Failure::AmbiguousFraming("obs-fold"))
+        ));
+    }
+}

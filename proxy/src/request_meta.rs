@@ -1,0 +1,252 @@
+//! Request metadata: what the metrics and the access log learn about each request. This layer
+//! sits just inside the request id and outside the error renderer, so it records the answer
+//! the caller actually got (a gRPC failure is HTTP 200 with a `grpc-status`).
+//!
+//! Inner layers write what they learn into the request's [`Outcome`] extension (routing: the
+//! route and the model; the balancer: cluster, endpoint, attempts), and this layer reads it
+//! once the response headers are ready.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use ferry_filters::model_name::ModelRef;
+use http::{Request, Response};
+use tokio::sync::mpsc;
+
+use crate::access_log::AccessRecord;
+use crate::body::{BoxError, BoxFuture, ProxyBody};
+use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels};
+use crate::table::RouteEntry;
+
+/// What inner layers learned about one request.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    route: OnceLock<Arc<RouteEntry>>,
+    model: OnceLock<ModelRef>,
+    forwarded: Mutex<Option<Forwarded>>,
+}
+
+/// Where a request went.
+#[derive(Debug, Clone)]
+pub struct Forwarded {
+    /// Cluster.
+    pub cluster: Arc<str>,
+    /// Endpoint of the last attempt.
+    pub endpoint: SocketAddr,
+    /// Last attempt: sent → response headers.
+    pub upstream_duration: Duration,
+    /// Attempts made.
+    pub attempts: u32,
+}
+
+/// Tower layer recording metrics and access records for one listener.
+#[derive(Debug, Clone)]
+pub struct RequestMetaLayer {
+    shared: Arc<Recorder>,
+}
+
+/// The service made by [`RequestMetaLayer`].
+#[derive(Debug, Clone)]
+pub struct RequestMeta<S> {
+    inner: S,
+    shared: Arc<Recorder>,
+}
+
+#[derive(Debug)]
+struct Recorder {
+    listener: Arc<str>,
+    /// `ferry_requests_total` of unrouted 404s, the common unrouted answer, registered once.
+    unrouted: prometheus_client::metrics::counter::Counter,
+    metrics: Arc<Metrics>,
+    access_log: Option<mpsc::Sender<AccessRecord>>,
+}
+
+// === impl Outcome ===
+
+impl Outcome {
+    /// The outcome slot of a request, if the metadata layer put one there.
+    pub fn of<B>(req: &Request<B>) -> Option<&Arc<Outcome>> {
+        req.extensions().get::<Arc<Outcome>>()
+    }
+
+    /// Records the matched route.
+    pub fn set_route(&self, route: Arc<RouteEntry>) {
+        let _ = self.route.set(route);
+    }
+
+    /// Records the model the request names.
+    pub fn set_model(&self, model: ModelRef) {
+        let _ = self.model.set(model);
+    }
+
+    /// The model the request names, once routing learned it.
+    pub fn model(&self) -> Option<&ModelRef> {
+        self.model.get()
+    }
+
+    /// Records an attempt's destination and time (the last attempt wins).
+    pub fn set_forwarded(&self, forwarded: Forwarded) {
+        if let Ok(mut slot) = self.forwarded.lock() {
+            *slot = Some(forwarded);
+        }
+    }
+
+    /// The endpoint of the last attempt, if one was made.
+    pub fn endpoint(&self) -> Option<SocketAddr> {
+        self.forwarded
+            .lock()
+            .ok()
+            .and_then(|f| f.as_ref().map(|f| f.endpoint))
+    }
+}
+
+// === impl RequestMetaLayer ===
+
+impl RequestMetaLayer {
+    /// Records into `metrics` (a handle sharing the process registry) under `listener`.
+    pub fn new(
+        listener: Arc<str>,
+        metrics: &Arc<Metrics>,
+        access_log: Option<mpsc::Sender<AccessRecord>>,
+    ) -> Self {
+        let empty = metrics.empty.clone();
+        let unrouted = metrics
+            .requests
+            .get_or_create(&RequestLabels {
+                listener: Name(listener.clone()),
+                route: Name(empty.clone()),
+                cluster: Name(empty.clone()),
+                model: Name(empty),
+                code: 404,
+            })
+            .clone();
+        RequestMetaLayer {
+            shared: Arc::new(Recorder {
+                listener,
+                unrouted,
+                metrics: metrics.clone(),
+                access_log,
+            }),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for RequestMetaLayer {
+    type Service = RequestMeta<S>;
+
+    fn layer(&self, inner: S) -> RequestMeta<S> {
+        RequestMeta {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+// === impl RequestMeta ===
+
+impl<S> tower::Service<Request<ProxyBody>> for RequestMeta<S>
+where
+    S: tower::Service<
+            Request<ProxyBody>,
+            Response = Response<ProxyBody>,
+            Error = BoxError,
+            Future = BoxFuture,
+        >,
+{
+    type Response = Response<ProxyBody>;
+    type Error = BoxError;
+    type Future = BoxFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<ProxyBody>) -> Self::Future {
+        let start = Instant::now();
+        let outcome = Arc::new(Outcome::default());
+        req.extensions_mut().insert(outcome.clone());
+        // Only the access log needs these; without one, nothing is copied per request.
+        let seen = self
+            .shared
+            .access_log
+            .is_some()
+            .then(|| (req.method().clone(), req.uri().path().to_owned()));
+        let call = self.inner.call(req);
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let resp = call.await?;
+            shared.record(&resp, start.elapsed(), &outcome, seen);
+            Ok(resp)
+        })
+    }
+}
+
+// === impl Recorder ===
+
+impl Recorder {
+    fn record(
+        &self,
+        resp: &Response<ProxyBody>,
+        duration: Duration,
+        outcome: &Outcome,
+        seen: Option<(http::Method, String)>,
+    ) {
+        let code = resp.status().as_u16();
+        let forwarded = outcome.forwarded.lock().ok().and_then(|f| f.clone());
+        let cluster = forwarded.as_ref().map(|f| f.cluster.clone());
+        let (unrouted, metrics) = (&self.unrouted, &self.metrics);
+        match outcome.route.get() {
+            Some(route) => {
+                route.requests.inc(cluster.as_ref(), code, &metrics.empty);
+                route.duration.observe(duration.as_secs_f64());
+            }
+            None => {
+                let empty = &metrics.empty;
+                if code == 404 && cluster.is_none() {
+                    unrouted.inc();
+                } else {
+                    metrics
+                        .requests
+                        .get_or_create(&RequestLabels {
+                            listener: Name(self.listener.clone()),
+                            route: Name(empty.clone()),
+                            cluster: Name(cluster.clone().unwrap_or_else(|| empty.clone())),
+                            model: Name(empty.clone()),
+                            code,
+                        })
+                        .inc();
+                }
+                metrics
+                    .request_duration
+                    .get_or_create(&RouteLabels {
+                        listener: Name(self.listener.clone()),
+                        route: Name(empty.clone()),
+                    })
+                    .observe(duration.as_secs_f64());
+            }
+        }
+        let (Some(tx), Some((method, path))) = (&self.access_log, seen) else {
+            return;
+        };
+        let (model, model_version) = match outcome.model.get() {
+            Some(m) => (Some(m.name.clone()), m.version.clone()),
+            None => (None, None),
+        };
+        let _ = tx.try_send(AccessRecord {
+            listener: self.listener.clone(),
+            route: outcome.route.get().map(|r| r.name.clone()),
+            model,
+            model_version,
+            cluster,
+            endpoint: forwarded.as_ref().map(|f| f.endpoint),
+            method,
+            path,
+            status: code,
+            duration,
+            upstream_duration: forwarded.as_ref().map(|f| f.upstream_duration),
+            attempts: forwarded.as_ref().map(|f| f.attempts).unwrap_or(0),
+        });
+    }
+}

@@ -1,0 +1,160 @@
+//! The route's edits, first in its stack: the route's request header edits and prefix
+//! rewrite, hop-by-hop headers removed, the client added to `x-forwarded-for` and
+//! `forwarded`, `Host` kept; on the way back, hop-by-hop headers removed and the route's
+//! response header edits. A `101 Switching Protocols` hands both connections to a byte pump.
+
+mod tunnel;
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use ferry_config::{HeaderEdits, PrefixRewrite};
+use http::header::{HOST, HeaderName, HeaderValue};
+use http::{HeaderMap, Request, Response, StatusCode};
+
+use crate::body::{BoxError, BoxFuture, ProxyBody};
+use crate::headers::{self, ClientAddr};
+use crate::routing::authority_of;
+
+/// A route's edits.
+#[derive(Debug, Default)]
+pub struct Edits {
+    /// Request header edits.
+    pub request: HeaderEdits,
+    /// Response header edits.
+    pub response: HeaderEdits,
+    /// Path prefix rewrite.
+    pub prefix: Option<PrefixRewrite>,
+}
+
+/// Tower layer applying a route's edits.
+#[derive(Debug, Clone)]
+pub struct RewriteLayer {
+    edits: Arc<Edits>,
+}
+
+/// The service made by [`RewriteLayer`].
+#[derive(Debug, Clone)]
+pub struct Rewrite<S> {
+    inner: S,
+    edits: Arc<Edits>,
+}
+
+impl RewriteLayer {
+    /// A layer applying `edits`.
+    pub fn new(edits: Edits) -> Self {
+        RewriteLayer {
+            edits: Arc::new(edits),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for RewriteLayer {
+    type Service = Rewrite<S>;
+
+    fn layer(&self, inner: S) -> Rewrite<S> {
+        Rewrite {
+            inner,
+            edits: self.edits.clone(),
+        }
+    }
+}
+
+// === impl Rewrite ===
+
+impl<S> tower::Service<Request<ProxyBody>> for Rewrite<S>
+where
+    S: tower::Service<
+            Request<ProxyBody>,
+            Response = Response<ProxyBody>,
+            Error = BoxError,
+            Future = BoxFuture,
+        >,
+{
+    type Response = Response<ProxyBody>;
+    type Error = BoxError;
+    type Future = BoxFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<ProxyBody>) -> Self::Future {
+        let upgrade = headers::is_upgrade(req.headers());
+        let on_upgrade = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();
+        edit_request(&mut req, &self.edits, upgrade);
+        let call = self.inner.call(req);
+        let edits = self.edits.clone();
+        Box::pin(async move {
+            let mut resp = call.await?;
+            let switching = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
+            headers::strip_hop_by_hop(resp.headers_mut(), switching);
+            edit_headers(resp.headers_mut(), &edits.response);
+            if switching {
+                tunnel::spawn(on_upgrade, &mut resp);
+            }
+            Ok(resp)
+        })
+    }
+}
+
+fn edit_request(req: &mut Request<ProxyBody>, edits: &Edits, upgrade: bool) {
+    let authority = authority_of(req).map(|a| a.into_owned());
+    edit_headers(req.headers_mut(), &edits.request);
+    if let Some(rewrite) = &edits.prefix {
+        rewrite_prefix(req, &rewrite.from, &rewrite.to);
+    }
+    headers::strip_hop_by_hop(req.headers_mut(), upgrade);
+    if let Some(client) = req.extensions().get::<Arc<ClientAddr>>().cloned() {
+        headers::append_forwarded(req.headers_mut(), &client, "http", authority.as_deref());
+    }
+    if !req.headers().contains_key(HOST)
+        && let Some(a) = authority
+            .as_deref()
+            .and_then(|a| HeaderValue::from_str(a).ok())
+    {
+        req.headers_mut().insert(HOST, a);
+    }
+}
+
+/// Applies header edits: removals, then sets, then additions.
+pub fn edit_headers(headers: &mut HeaderMap, edits: &HeaderEdits) {
+    for name in &edits.remove {
+        headers.remove(name.as_str());
+    }
+    for (name, value) in &edits.set {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(n, v);
+        }
+    }
+    for (name, value) in &edits.add {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.append(n, v);
+        }
+    }
+}
+
+fn rewrite_prefix<B>(req: &mut Request<B>, from: &str, to: &str) {
+    let Some(pq) = req.uri().path_and_query() else {
+        return;
+    };
+    let Some(rest) = pq.path().strip_prefix(from) else {
+        return;
+    };
+    let mut new = String::with_capacity(pq.as_str().len() + to.len());
+    new.push_str(to);
+    new.push_str(rest);
+    if let Some(q) = pq.query() {
+        new.push('?');
+        new.push_str(q);
+    }
+    let mut uri = std::mem::take(req.uri_mut()).into_parts();
+    uri.path_and_query = new.parse().ok().or(uri.path_and_query);
+    *req.uri_mut() = http::Uri::from_parts(uri).unwrap_or_default();
+}

@@ -1,0 +1,76 @@
+//! Reading just enough of a body to find the model it names; every byte read is replayed.
+
+use std::borrow::Cow;
+
+use ferry_filters::model_name::{self, ModelRef};
+use http::header::{CONTENT_TYPE, HOST};
+use http::{Method, Request};
+
+use crate::body::{self, Peeked, ProxyBody};
+use crate::failure::Failure;
+use crate::headers;
+
+/// The authority the caller addressed: the URI's (HTTP/2, absolute-form) or the `Host` header.
+pub fn authority_of<B>(req: &Request<B>) -> Option<Cow<'_, str>> {
+    req.uri()
+        .authority()
+        .map(|a| Cow::Borrowed(a.as_str()))
+        .or_else(|| {
+            req.headers()
+                .get(HOST)
+                .and_then(|h| h.to_str().ok())
+                .map(Cow::Borrowed)
+        })
+}
+
+/// Reads just enough of the body to find the model: the first gRPC message of an OIP call, or
+/// the JSON `model` member within `max` bytes. Every byte read is replayed upstream.
+pub(super) async fn model(
+    parts: &http::request::Parts,
+    body: ProxyBody,
+    max: usize,
+) -> Result<(Option<ModelRef>, ProxyBody), Failure> {
+    let path = parts.uri.path();
+    let grpc = headers::is_grpc(&parts.headers);
+    let read_err = |e: body::BoxError| match e.downcast::<body::BodyTooLarge>() {
+        Ok(too_large) => Failure::BodyTooLarge {
+            limit: too_large.limit,
+        },
+        Err(e) => Failure::BadRequest(format!("reading request body: {e}")),
+    };
+    if grpc && model_name::is_oip_grpc_model_method(path) {
+        let mut peeked = Peeked::read(body, max, |chunks, len| {
+            let head = chunks.first().map(|c| &c[..]).unwrap_or_default();
+            // Fields 1 and 2 come first; a few hundred bytes of a large first message suffice.
+            let want = model_name::grpc_frame_len(head).map(|n| n.min(512));
+            want.is_some_and(|n| len >= n)
+        })
+        .await
+        .map_err(read_err)?;
+        let head = peeked.head(max.min(peeked.len));
+        return Ok((model_name::from_grpc_frame(&head), peeked.replay()));
+    }
+    let json_like = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|ct| ct.contains("json"));
+    if parts.method == Method::POST && json_like && !grpc {
+        let mut found = None;
+        let mut peeked = Peeked::read(body, max, |chunks, _| {
+            found = if let [only] = chunks {
+                model_name::from_json_prefix(only)
+            } else {
+                model_name::from_json_prefix(&chunks.concat())
+            };
+            found.is_some()
+        })
+        .await
+        .map_err(read_err)?;
+        if found.is_none() {
+            found = model_name::from_json_prefix(&peeked.head(max));
+        }
+        return Ok((found, peeked.replay()));
+    }
+    Ok((None, body))
+}

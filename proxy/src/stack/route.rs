@@ -1,0 +1,166 @@
+//! A route's stack, outermost first: what a request goes through after routing chose this
+//! route. Layers the route does not use are absent (no per-request branch). The bracketed
+//! slots are where the next layers go: each is one line here plus its filters module.
+//! Reordering these lines is reviewed like an API change.
+
+use std::sync::Arc;
+
+use ferry_config::{Action, Route};
+use ferry_filters::tensor_check::TensorValidationLayer;
+use ferry_filters::transcode::{TranscodeLayer, Transcoder};
+use ferry_filters::translate::OipTranslateLayer;
+use tower::{Layer, ServiceBuilder};
+
+use super::RouteService;
+use crate::cluster::Cluster;
+use crate::direct::Direct;
+use crate::filter_settings;
+use crate::forward::{BalanceLayer, EndpointClient, RetryLayer, Split, TimeoutLayer};
+use crate::metrics::{Metrics, RouteLabels};
+use crate::rewrite::{Edits, RewriteLayer};
+use crate::state::RouteState;
+
+/// What a route's stack is built from.
+#[derive(Debug)]
+pub struct RouteParts<'a> {
+    /// The route's config.
+    pub route: &'a Route,
+    /// Its metric labels.
+    pub labels: RouteLabels,
+    /// Its weighted clusters (empty for a direct response).
+    pub targets: &'a [(u32, Arc<Cluster>)],
+    /// Its descriptor-set transcoder, if it transcodes.
+    pub transcoder: Option<Transcoder>,
+    /// Its state (kept across reloads).
+    pub state: &'a Arc<RouteState>,
+}
+
+/// Builds one route's stack.
+pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
+    let r = p.route;
+    let fetch_failures = metrics
+        .tensor_metadata_fetch_failures
+        .get_or_create(&p.labels)
+        .clone();
+    let tensors =
+        filter_settings::validate_tensors(r.validate_tensors.as_ref(), r.translate.as_ref()).map(
+            |s| {
+                TensorValidationLayer::new(s).on_fetch_failure(Arc::new(move || {
+                    fetch_failures.inc();
+                }))
+            },
+        );
+    let stack = ServiceBuilder::new()
+        // The route's header edits, prefix rewrite and forwarding headers; upgrades.
+        .layer(RewriteLayer::new(Edits {
+            request: r.request_headers.clone(),
+            response: r.response_headers.clone(),
+            prefix: r.prefix_rewrite.clone(),
+        }))
+        // [trace context]: the per-hop span and `traceparent` (tracing issue).
+        // [authorization]: who may call this route's models (mTLS issue).
+        // [rate limit, concurrency]: shed before any body is read (limits issue).
+        // Check input tensors against the model's metadata before the bytes travel; it reads
+        // the protocol the caller speaks, so it sits before translation.
+        .layer(optional(tensors))
+        // REST ⇄ gRPC: what follows (timeouts, retries) applies to the translated request.
+        .layer(optional(
+            filter_settings::translate(r.translate.as_ref()).map(OipTranslateLayer::new),
+        ))
+        .layer(optional(p.transcoder.map(TranscodeLayer::new)))
+        .service(destination(r, p.targets, p.state, &p.labels, metrics));
+    RouteService::new(stack)
+}
+
+/// Where the route sends requests: a direct response, or a weighted split over clusters,
+/// each behind the route's timeout, retries and the cluster's balancer.
+fn destination(
+    r: &Route,
+    targets: &[(u32, Arc<Cluster>)],
+    state: &Arc<RouteState>,
+    labels: &RouteLabels,
+    metrics: &Arc<Metrics>,
+) -> RouteService {
+    if let Action::DirectResponse(direct) = &r.action {
+        return RouteService::new(Direct::new(direct));
+    }
+    let retries = metrics.retries.get_or_create(labels).clone();
+    let per_try = r.retry.as_ref().and_then(|p| p.per_try_timeout);
+    let split = Split::new(targets.iter().map(|(weight, cluster)| {
+        let path = ServiceBuilder::new()
+            // The route's deadline for response headers, across every attempt.
+            .layer(optional(
+                r.timeout
+                    .map(|t| TimeoutLayer::new(t, cluster.name.clone())),
+            ))
+            // Retries within the route's budget; absent without a retry policy.
+            .layer(optional(r.retry.as_ref().map(|policy| {
+                RetryLayer::new(Some(policy.clone()), state.budget.clone(), retries.clone())
+            })))
+            // The endpoint for each attempt, its health and the attempt's own deadline.
+            .layer(boxed(BalanceLayer::new(cluster.clone(), per_try, metrics)))
+            .service(EndpointClient::new(cluster.clone()));
+        (*weight, RouteService::new(path))
+    }));
+    RouteService::new(split)
+}
+
+/// A layer that is there or not: present, it wraps the service (boxed, so the stack keeps one
+/// type); absent, the service is returned as it is, with nothing left to run per request.
+fn optional<L>(layer: Option<L>) -> Optional<L> {
+    Optional(layer)
+}
+
+#[derive(Debug, Clone)]
+struct Optional<L>(Option<L>);
+
+/// A layer whose service is boxed into a [`RouteService`], so optional layers can sit above it.
+fn boxed<L>(layer: L) -> Boxed<L> {
+    Boxed(layer)
+}
+
+#[derive(Debug, Clone)]
+struct Boxed<L>(L);
+
+impl<L, S> Layer<S> for Boxed<L>
+where
+    L: Layer<S>,
+    L::Service: tower::Service<
+            http::Request<crate::body::ProxyBody>,
+            Response = http::Response<crate::body::ProxyBody>,
+            Error = crate::body::BoxError,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    <L::Service as tower::Service<http::Request<crate::body::ProxyBody>>>::Future: Send + 'static,
+{
+    type Service = RouteService;
+
+    fn layer(&self, inner: S) -> RouteService {
+        RouteService::new(self.0.layer(inner))
+    }
+}
+
+impl<L> Layer<RouteService> for Optional<L>
+where
+    L: Layer<RouteService>,
+    L::Service: tower::Service<
+            http::Request<crate::body::ProxyBody>,
+            Response = http::Response<crate::body::ProxyBody>,
+            Error = crate::body::BoxError,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    <L::Service as tower::Service<http::Request<crate::body::ProxyBody>>>::Future: Send + 'static,
+{
+    type Service = RouteService;
+
+    fn layer(&self, inner: RouteService) -> RouteService {
+        match &self.0 {
+            Some(layer) => RouteService::new(layer.layer(inner)),
+            None => inner,
+        }
+    }
+}
