@@ -214,9 +214,12 @@ pub async fn serve_connection<IO>(
             None => std::future::pending().await,
         }
     };
+    // The receiver lives until the connection is done: the listener's drain waits for every
+    // receiver to be dropped.
+    let mut draining = draining;
     let drain = async {
-        match draining {
-            Some(mut d) => drop(d.wait_for(|d| *d).await),
+        match draining.as_mut() {
+            Some(d) => drop(d.wait_for(|d| *d).await),
             None => std::future::pending().await,
         }
     };
@@ -245,6 +248,7 @@ pub async fn serve_connection<IO>(
         tracing::debug!(%peer, %error, "connection ended with an error");
     }
     gauge.dec();
+    drop(draining);
 }
 
 fn http_builder(
