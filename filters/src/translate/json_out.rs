@@ -8,7 +8,9 @@ use serde_json::ser::{CompactFormatter, Formatter};
 
 use self::data_array::element_count;
 use super::datatype::DataType;
-use super::pb::{InferParameter, InferTensorContents, infer_parameter::ParameterChoice};
+use super::pb::{
+    InferParameter, InferTensorContents, ModelInferResponse, infer_parameter::ParameterChoice,
+};
 use super::tensor::BINARY_DATA_SIZE;
 
 mod data_array;
@@ -184,4 +186,24 @@ pub(crate) fn tensor_head(
             key(buf, "data", false);
         }
     }
+}
+
+/// Appends an infer answer's opening: `{"model_name":…,"model_version":…,"id":…,
+/// "parameters":…,"outputs":[`.
+pub(crate) fn answer_head(buf: &mut Vec<u8>, m: &ModelInferResponse) {
+    buf.push(b'{');
+    key(buf, "model_name", true);
+    string(buf, &m.model_name);
+    if !m.model_version.is_empty() {
+        key(buf, "model_version", false);
+        string(buf, &m.model_version);
+    }
+    key(buf, "id", false);
+    string(buf, &m.id);
+    if !m.parameters.is_empty() {
+        key(buf, "parameters", false);
+        params(buf, &m.parameters, None);
+    }
+    key(buf, "outputs", false);
+    buf.push(b'[');
 }

@@ -350,26 +350,6 @@ pub(crate) fn infer_answer(
     }
 }
 
-/// Appends an infer answer's opening: `{"model_name":…,"model_version":…,"id":…,
-/// "parameters":…,"outputs":[`.
-pub(crate) fn answer_head(buf: &mut Vec<u8>, m: &pb::ModelInferResponse) {
-    buf.push(b'{');
-    json_out::key(buf, "model_name", true);
-    json_out::string(buf, &m.model_name);
-    if !m.model_version.is_empty() {
-        json_out::key(buf, "model_version", false);
-        json_out::string(buf, &m.model_version);
-    }
-    json_out::key(buf, "id", false);
-    json_out::string(buf, &m.id);
-    if !m.parameters.is_empty() {
-        json_out::key(buf, "parameters", false);
-        json_out::params(buf, &m.parameters, None);
-    }
-    json_out::key(buf, "outputs", false);
-    buf.push(b'[');
-}
-
 /// `ModelInferResponse` → REST JSON, outputs in JSON or binary as the caller asked, built whole.
 pub(crate) fn infer_response(
     m: pb::ModelInferResponse,
@@ -378,7 +358,7 @@ pub(crate) fn infer_response(
     let bad = TranslateError::BadUpstream;
     let mut buf = Vec::with_capacity(256);
     let mut sections = Vec::new();
-    answer_head(&mut buf, &m);
+    json_out::answer_head(&mut buf, &m);
     let use_raw = !m.raw_output_contents.is_empty();
     if use_raw && m.raw_output_contents.len() != m.outputs.len() {
         return Err(bad(format!(
