@@ -30,7 +30,6 @@ mod grpc_to_rest;
 pub(crate) mod json_in;
 mod json_out;
 mod layer;
-mod params;
 pub mod pb;
 mod raw;
 mod rest_to_grpc;

@@ -11,6 +11,7 @@
 //! capacity reserved from a declared `shape` is capped by the JSON's own length, so a forged
 //! shape allocates nothing.
 
+mod params;
 pub(crate) mod reader;
 
 use std::cell::Cell;
@@ -22,7 +23,6 @@ use bytes::Bytes;
 use self::reader::{Num, Reader};
 use super::datatype::DataType;
 use super::error::TranslateError;
-use super::params;
 use super::pb::{InferParameter, InferTensorContents};
 use super::tensor::TensorData;
 
