@@ -36,6 +36,7 @@ mod rest_to_grpc;
 mod section_stream;
 pub(crate) mod service;
 mod tensor;
+mod tensor_data;
 
 #[cfg(test)]
 mod tests;

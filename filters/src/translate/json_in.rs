@@ -24,7 +24,7 @@ use self::reader::{Num, Reader};
 use super::datatype::DataType;
 use super::error::TranslateError;
 use super::pb::{InferParameter, InferTensorContents};
-use super::tensor::TensorData;
+use super::tensor_data::TensorData;
 
 /// Decoded-bytes accounting shared by every tensor of one message.
 #[derive(Debug)]

@@ -13,7 +13,8 @@ use super::grpc_frame;
 use super::json_in::{self, Budget};
 use super::pb;
 use super::raw;
-use super::tensor::{self, RawInput, Sections, TensorData};
+use super::tensor::{self, RawInput, Sections};
+use super::tensor_data::TensorData;
 
 mod answer;
 

@@ -16,7 +16,8 @@ use crate::translate::json_in::{self, Budget};
 use crate::translate::pb;
 use crate::translate::raw;
 use crate::translate::rest_to_grpc::split_body;
-use crate::translate::tensor::{self, Sections, TensorData};
+use crate::translate::tensor::{self, Sections};
+use crate::translate::tensor_data::TensorData;
 
 /// The error message in a REST error body: `{"error": ...}`, FastAPI's `{"detail": ...}`, or
 /// the text itself.
