@@ -30,13 +30,13 @@ mod grpc_to_rest;
 pub(crate) mod json_in;
 mod json_out;
 mod layer;
-mod params;
 pub mod pb;
 mod raw;
 mod rest_to_grpc;
 mod section_stream;
 pub(crate) mod service;
 mod tensor;
+mod tensor_data;
 
 #[cfg(test)]
 mod tests;

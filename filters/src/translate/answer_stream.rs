@@ -112,7 +112,7 @@ impl AnswerStream {
         while buf.len() < until {
             match self.at {
                 Position::Start => {
-                    super::rest_to_grpc::answer_head(buf, &self.m);
+                    json_out::answer_head(buf, &self.m);
                     self.at = Position::Output(0);
                 }
                 Position::Output(i) => {

@@ -8,8 +8,9 @@ use bytes::Bytes;
 use super::datatype::DataType;
 use super::error::TranslateError;
 use super::json_in::{Budget, JsonTensor, declared_count};
-use super::pb::{InferParameter, InferTensorContents, infer_parameter::ParameterChoice};
+use super::pb::{InferParameter, infer_parameter::ParameterChoice};
 use super::raw;
+use super::tensor_data::TensorData;
 
 /// The binary-extension parameter on a tensor: the size of its section.
 pub(crate) const BINARY_DATA_SIZE: &str = "binary_data_size";
@@ -22,21 +23,6 @@ pub(crate) struct Tensor {
     pub(crate) shape: Vec<i64>,
     pub(crate) parameters: HashMap<String, InferParameter>,
     pub(crate) data: TensorData,
-}
-
-/// A tensor's values.
-#[derive(Debug)]
-pub(crate) enum TensorData {
-    /// Raw little-endian bytes (a binary section, a slice of the body).
-    Raw(Bytes),
-    /// Typed contents decoded from JSON.
-    Typed(InferTensorContents),
-    /// FP32 values decoded from JSON, as little-endian bytes: the payload of the packed
-    /// `fp32_contents` field and the raw form at once, so either is sent without re-encoding.
-    Fp32Le(Bytes),
-    /// A binary section of this many bytes still arriving in the request body (the streaming
-    /// REST → gRPC path, which checks sizes against the declared body length).
-    Pending(usize),
 }
 
 /// One `raw_input_contents` entry of a translated request.

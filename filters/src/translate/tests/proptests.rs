@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::translate::json_in::{Budget, parse_infer};
-use crate::translate::tensor::{Sections, TensorData, check};
+use crate::translate::tensor::{Sections, check};
+use crate::translate::tensor_data::TensorData;
 
 /// One element's raw bytes and JSON value, from 64 random bits.
 fn element(dt: DataType, v: u64) -> (Vec<u8>, Value) {

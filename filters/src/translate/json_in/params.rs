@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use super::json_in::reader::{Num, Reader};
-use super::pb::{InferParameter, infer_parameter::ParameterChoice};
+use super::reader::{Num, Reader};
+use crate::translate::pb::{InferParameter, infer_parameter::ParameterChoice};
 
 /// Reads a `parameters` object (`null` reads as empty).
 pub(crate) fn read(r: &mut Reader<'_>) -> Result<HashMap<String, InferParameter>, String> {

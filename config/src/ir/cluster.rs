@@ -1,0 +1,88 @@
+//! Upstream clusters: where their endpoints come from, how to speak to them, how to balance
+//! load across them and when to eject one.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// An upstream cluster.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// Unique name; metric label.
+    pub name: String,
+    /// Where the endpoints come from.
+    pub endpoints: Endpoints,
+    /// How to speak to the upstream.
+    pub protocol: UpstreamProtocol,
+    /// Load-balancing policy.
+    pub lb: LbPolicy,
+    /// TCP connect timeout. Default 1s.
+    pub connect_timeout: Duration,
+    /// Idle pooled connections are closed after this. Default 90s.
+    pub idle_timeout: Duration,
+    /// Passive outlier detection; `None` = off. Default on (5 failures, 10s).
+    pub outlier: Option<OutlierDetection>,
+}
+
+/// Where a cluster's endpoints come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoints {
+    /// Fixed socket addresses.
+    Static(Vec<SocketAddr>),
+    /// DNS names re-resolved every `refresh` (e.g. a headless Service); every A/AAAA record is
+    /// an endpoint.
+    Dns {
+        /// `host:port` pairs.
+        names: Vec<HostPort>,
+        /// Re-resolution interval. Default 5s.
+        refresh: Duration,
+    },
+    /// The request's own authority is the destination (like Envoy's dynamic forward proxy):
+    /// used by the default outbound listener, where the app addresses the target by Host.
+    OriginalAuthority {
+        /// Port used when the authority has none. Default 80.
+        default_port: u16,
+    },
+}
+
+/// A DNS name and port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HostPort {
+    /// Host name (or IP literal).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+/// Upstream protocol choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamProtocol {
+    /// HTTP/1.1 only (gRPC cannot reach this cluster; such requests get 502).
+    Http1,
+    /// HTTP/2 with prior knowledge (h2c), multiplexed.
+    H2,
+    /// gRPC requests (content-type application/grpc*) ride HTTP/2, everything else HTTP/1.1.
+    Auto,
+}
+
+/// Load-balancing policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LbPolicy {
+    /// Round robin over healthy endpoints.
+    RoundRobin,
+    /// Power of two choices, least loaded by in-flight requests weighted by EWMA latency
+    /// (as linkerd2-proxy's "PeakEwma").
+    P2cEwma,
+}
+
+/// Passive outlier detection settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutlierDetection {
+    /// Consecutive connect errors / 5xx that eject an endpoint.
+    pub consecutive_failures: u32,
+    /// First ejection length; doubles on each re-ejection up to `max_ejection`.
+    pub base_ejection: Duration,
+    /// Cap on the ejection length. Default 5m.
+    pub max_ejection: Duration,
+    /// Never eject more than this percentage of a cluster's endpoints (0..=100). Default 50.
+    pub max_ejection_percent: u8,
+}

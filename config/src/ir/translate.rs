@@ -1,0 +1,64 @@
+//! A route's protocol translation: Open Inference Protocol v2 between REST and gRPC, or
+//! generic REST → gRPC transcoding from a descriptor set.
+
+use super::FieldLocation;
+
+/// A route's protocol translation: Open Inference Protocol v2, or generic transcoding from a
+/// descriptor set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Translate {
+    /// Which way.
+    pub direction: TranslateDirection,
+    /// Bound on a translated body and on its decoded tensors, in bytes. Default 64 MiB.
+    pub max_decoded_bytes: u64,
+    /// gRPC → REST: how raw tensors travel to the REST upstream. Default auto.
+    pub upstream_binary: UpstreamBinary,
+    /// `protocol: descriptor`: generic REST → gRPC transcoding; `None` = OIP v2.
+    pub descriptor: Option<DescriptorTranscode>,
+}
+
+/// Generic REST → gRPC transcoding from a `FileDescriptorSet`. The file itself is read by the
+/// proxy (at startup, `ferry validate` and reload), which reports its faults at `at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescriptorTranscode {
+    /// The descriptor set file, resolved against the config file's directory.
+    pub descriptor_set: std::path::PathBuf,
+    /// Where `descriptor_set` is written, for errors about the file's contents.
+    pub at: FieldLocation,
+    /// Refuse (`true`) or drop unknown JSON fields and query parameters. Default refuse.
+    pub reject_unknown_fields: bool,
+    /// How server streams are written out. Default NDJSON.
+    pub streaming: StreamingFormat,
+    /// Services to expose (full names); empty = all.
+    pub services: Vec<String>,
+}
+
+/// How server streams are written out to REST callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamingFormat {
+    /// Newline-delimited JSON.
+    Ndjson,
+    /// Server-sent events.
+    Sse,
+}
+
+/// gRPC → REST: binary-extension sections or JSON `data` for raw tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpstreamBinary {
+    /// Always binary sections (`true`).
+    On,
+    /// Always JSON `data` (`false`).
+    Off,
+    /// As the upstream's server metadata says (`auto`).
+    #[default]
+    Auto,
+}
+
+/// Which way a route translates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TranslateDirection {
+    /// REST callers, gRPC upstream.
+    RestToGrpc,
+    /// gRPC callers, REST upstream.
+    GrpcToRest,
+}
