@@ -179,9 +179,9 @@ fn find_ferry(opts: &Options) -> Result<PathBuf> {
     if let Some(p) = beside.iter().chain([&release]).find(|p| p.is_file()) {
         return Ok(p.clone());
     }
-    eprintln!("ferry-bench: building ferry (cargo build --release -p ferry-proxy)");
+    eprintln!("ferry-bench: building ferry (cargo build --release -p ferry)");
     let status = nested_cargo()
-        .args(["build", "--release", "-p", "ferry-proxy", "--bin", "ferry"])
+        .args(["build", "--release", "-p", "ferry", "--bin", "ferry"])
         .current_dir(&opts.workspace)
         .status()
         .ctx(|| "running cargo build for ferry".into())?;
@@ -189,7 +189,7 @@ fn find_ferry(opts: &Options) -> Result<PathBuf> {
         Ok(release)
     } else {
         Err(BenchError::Process(format!(
-            "could not build ferry ({status}); build it with `cargo build --release -p ferry-proxy`"
+            "could not build ferry ({status}); build it with `cargo build --release -p ferry`"
         )))
     }
 }

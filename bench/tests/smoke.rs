@@ -19,7 +19,7 @@ fn ferry_binary() -> PathBuf {
     let ferry = bench.with_file_name("ferry");
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let status = ferry_bench::driver::nested_cargo()
-        .args(["build", "-p", "ferry-proxy", "--bin", "ferry"])
+        .args(["build", "-p", "ferry", "--bin", "ferry"])
         .current_dir(workspace)
         .status()
         .expect("running cargo build for ferry");

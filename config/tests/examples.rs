@@ -1,5 +1,6 @@
 //! Every shipped example parses; the built-in configs match their files; the effective config
-//! is itself a valid config with the same meaning.
+//! is itself a valid config with the same meaning. (`proxy/tests/examples.rs` goes further and
+//! loads every file under `examples/` as `ferry run` does, descriptor sets included.)
 
 #![allow(
     clippy::unwrap_used,

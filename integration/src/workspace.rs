@@ -41,7 +41,7 @@ pub fn crate_dir() -> PathBuf {
 
 static FERRY_BIN: OnceCell<PathBuf> = OnceCell::const_new();
 
-/// Builds `ferry` once per test process (`cargo build -p ferry-proxy --bin ferry`) and returns
+/// Builds `ferry` once per test process (`cargo build -p ferry --bin ferry`) and returns
 /// the binary's path. Every test calls this; only the first one pays for the build.
 pub async fn ferry_bin() -> anyhow::Result<PathBuf> {
     FERRY_BIN
@@ -68,13 +68,13 @@ pub async fn ferry_bin() -> anyhow::Result<PathBuf> {
                 }
             }
             let out = cmd
-                .args(["build", "--quiet", "-p", "ferry-proxy", "--bin", "ferry"])
+                .args(["build", "--quiet", "-p", "ferry", "--bin", "ferry"])
                 .current_dir(root())
                 .env("CARGO_TARGET_DIR", target_dir())
                 .kill_on_drop(true)
                 .output()
                 .await
-                .with_context(|| format!("running {cargo:?} build -p ferry-proxy"))?;
+                .with_context(|| format!("running {cargo:?} build -p ferry"))?;
             if !out.status.success() {
                 bail!(
                     "building ferry failed ({}):\n{}",
@@ -84,10 +84,7 @@ pub async fn ferry_bin() -> anyhow::Result<PathBuf> {
             }
             let bin = target_dir().join("debug").join("ferry");
             if !tokio::fs::metadata(&bin).await.is_ok_and(|m| m.is_file()) {
-                bail!(
-                    "cargo built ferry-proxy but {} does not exist",
-                    bin.display()
-                );
+                bail!("cargo built ferry but {} does not exist", bin.display());
             }
             Ok(bin)
         })

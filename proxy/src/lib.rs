@@ -7,7 +7,6 @@ pub mod admin;
 pub mod app;
 pub mod body;
 pub mod cluster;
-pub mod demo;
 pub mod descriptors;
 pub mod direct;
 pub mod failure;

@@ -112,9 +112,17 @@ async fn validate_reports_every_error_with_position_and_exits_64() -> anyhow::Re
         assert!(hit, "no error mentions {needle:?}:\n{out}");
     }
 
-    let example = workspace::root().join("examples").join("full.yaml");
-    let (code, out) = validate(&[example]).await?;
-    assert_eq!(code, 0, "examples/full.yaml must validate:\n{out}");
+    // Every shipped example, descriptor sets included, validates from a clean checkout.
+    let mut examples = Vec::new();
+    for entry in std::fs::read_dir(workspace::root().join("examples"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            examples.push(path);
+        }
+    }
+    assert!(examples.len() >= 5, "{examples:?}");
+    let (code, out) = validate(&examples).await?;
+    assert_eq!(code, 0, "every example must validate:\n{out}");
     Ok(())
 }
 

@@ -81,7 +81,7 @@ async fn bad_tensors_never_reach_the_model_server() -> anyhow::Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let model_addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(ferry_proxy::demo::model_server::serve(listener, async {
+    let server = tokio::spawn(ferry_demo::model_server::serve(listener, async {
         let _ = stopped.await;
     }));
     let routes = json!([

@@ -55,7 +55,7 @@ fn file_faults_are_reported_at_the_descriptor_set_field() {
     let yaml = dir.path().join("transcode.yaml").display().to_string();
     let pb = dir.path().join("library.pb");
     let err = Descriptors::load(&config).unwrap_err().to_string();
-    let at = format!("{yaml}:22:27: listeners[0].routes[0].translate.descriptor_set: ");
+    let at = format!("{yaml}:24:27: listeners[0].routes[0].translate.descriptor_set: ");
     assert!(
         err.starts_with(&format!("{at}cannot read descriptor set {}", pb.display())),
         "{err}"

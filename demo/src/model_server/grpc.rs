@@ -1,5 +1,5 @@
 //! `inference.GRPCInferenceService` over hyper's HTTP/2, framed by hand (see
-//! [`crate::demo::grpc_frame`]): every rpc is unary, so a request body is read whole (capped),
+//! [`crate::grpc_frame`]): every rpc is unary, so a request body is read whole (capped),
 //! decoded, answered with one message and `grpc-status: 0` trailers. Failures are
 //! trailers-only responses: HTTP 200 with `grpc-status`/`grpc-message` in the headers.
 
@@ -15,8 +15,8 @@ use prost::Message;
 use super::error::ServeError;
 use super::models::{self, Model};
 use super::{ResponseBody, full, grpc_infer, read_body};
-use crate::demo::grpc_frame::{self, Code};
-use crate::demo::inference::{
+use crate::grpc_frame::{self, Code};
+use crate::inference::{
     self as pb, ModelMetadataRequest, ModelMetadataResponse, ModelReadyRequest, ModelReadyResponse,
     ServerLiveRequest, ServerLiveResponse, ServerMetadataRequest, ServerMetadataResponse,
     ServerReadyRequest, ServerReadyResponse,

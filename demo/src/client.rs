@@ -9,9 +9,9 @@ use bytes::Bytes;
 use http::Method;
 use serde_json::{Value, json};
 
-use crate::demo::grpc_frame;
-use crate::demo::inference::model_infer_request::InferInputTensor;
-use crate::demo::inference::{
+use crate::grpc_frame;
+use crate::inference::model_infer_request::InferInputTensor;
+use crate::inference::{
     InferTensorContents, ModelInferRequest, ModelInferResponse, ModelMetadataRequest,
     ModelMetadataResponse, SERVICE_PATH,
 };

@@ -6,9 +6,9 @@ use bytes::Bytes;
 
 use super::error::ServeError;
 use super::models::{self, Model};
-use crate::demo::inference::model_infer_request::InferInputTensor;
-use crate::demo::inference::model_infer_response::InferOutputTensor;
-use crate::demo::inference::{InferTensorContents, ModelInferRequest, ModelInferResponse};
+use crate::inference::model_infer_request::InferInputTensor;
+use crate::inference::model_infer_response::InferOutputTensor;
+use crate::inference::{InferTensorContents, ModelInferRequest, ModelInferResponse};
 
 /// One produced output: its description and, for raw requests, its bytes.
 struct Produced {

@@ -3,10 +3,10 @@
 
 use std::net::SocketAddr;
 
+use ferry_proxy::access_log::AccessRecord;
 use tokio::sync::mpsc;
 
-use crate::access_log::AccessRecord;
-use crate::demo::report;
+use crate::report;
 
 /// A registered Ctrl-C (and, on Unix, SIGTERM) listener. Registering early matters: a signal
 /// that arrives before registration would kill the process instead of stopping it cleanly.
@@ -60,7 +60,7 @@ impl std::fmt::Debug for Interrupt {
 
 /// Prints ready-to-paste commands against the running demo.
 pub fn print(inbound: SocketAddr, admin: SocketAddr) {
-    // The .proto lives at the repository root, next to the proxy crate.
+    // The .proto lives at the repository root, next to this crate.
     let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let proto_dir = manifest_dir.parent().unwrap_or(manifest_dir).join("proto");
     let proto_dir = proto_dir.display();

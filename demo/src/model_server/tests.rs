@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::demo::client::{GrpcClient, GrpcReply, RestClient, add_sub_request};
-use crate::demo::grpc_frame;
-use crate::demo::inference::*;
+use crate::client::{GrpcClient, GrpcReply, RestClient, add_sub_request};
+use crate::grpc_frame;
+use crate::inference::*;
 
 mod grpc;
 mod rest;

@@ -1,7 +1,7 @@
 //! gRPC rpcs, raw and typed tensors, and status codes for bad input.
 
 use super::*;
-use crate::demo::inference::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
+use crate::inference::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 
 fn status_name(code: Option<i32>) -> &'static str {
     grpc_frame::code_name(code.unwrap_or(-1))

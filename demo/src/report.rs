@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::access_log::AccessRecord;
-use crate::demo::client::{self, Exchange, Protocol};
+use ferry_proxy::access_log::AccessRecord;
+
+use crate::client::{self, Exchange, Protocol};
 
 /// Pairs each exchange with the access record of the same request: the first unused record
 /// with the same method and path (requests are sent one after another, so order agrees).

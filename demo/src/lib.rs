@@ -1,19 +1,21 @@
-//! `ferry demo`: a built-in Open Inference Protocol model server behind an in-process ferry,
-//! a few REST and gRPC requests through it, and a report of what ferry did with each (route,
-//! model, endpoint, status, time in ferry vs upstream). With `--serve` it stays up and prints
-//! curl and grpcurl lines to try by hand until Ctrl-C. Everything runs as tasks in this
-//! process, so stopping it leaves nothing behind.
+//! ferry-demo: `ferry demo`, a built-in Open Inference Protocol model server behind an
+//! in-process ferry, a few REST and gRPC requests through it, and a report of what ferry did
+//! with each (route, model, endpoint, status, time in ferry vs upstream). With `--serve` it
+//! stays up and prints curl and grpcurl lines to try by hand until Ctrl-C. Everything runs as
+//! tasks in this process, so stopping it leaves nothing behind.
+//!
+//! A crate of its own so the sidecar library (`ferry-proxy`) carries only the data plane: the
+//! demo drives the proxy through its public API ([`Proxy::start`], the access-record sink)
+//! like any embedder would. The model server is also the upstream of some end-to-end tests.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use anyhow::Context as _;
+use ferry_proxy::access_log::AccessRecord;
+use ferry_proxy::app::{Proxy, StartError, StartOptions};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
-
-use crate::access_log::AccessRecord;
-use crate::app::{Proxy, StartOptions};
 
 pub mod client;
 pub mod grpc_frame;
@@ -32,6 +34,38 @@ const SERVE_INBOUND: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 15006);
 const ANY_LOOPBACK: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+/// Why the demo could not run, or ran but ferry did not answer as expected.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// The model server's address could not be bound.
+    #[error("binding the demo model server on {addr}")]
+    BindModelServer {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The model server's bound address could not be read back.
+    #[error("reading the demo model server's address")]
+    ModelServerAddr(#[source] std::io::Error),
+    /// The in-process ferry did not start.
+    #[error("starting ferry")]
+    Start(#[source] StartError),
+    /// The demo config lost its inbound listener (a bug in [`sidecar::config`]).
+    #[error("the default config has no inbound listener")]
+    NoInbound,
+    /// Ctrl-C / SIGTERM handlers could not be registered for `--serve`.
+    #[error("listening for Ctrl-C")]
+    Signals(#[source] std::io::Error),
+    /// A scripted request failed below HTTP (connect, protocol, decoding).
+    #[error("sending the demo requests through ferry")]
+    Client(#[source] client::ClientError),
+    /// Some requests were answered, but not as expected; the labels of those requests.
+    #[error("unexpected answers for: {}", .0.join(", "))]
+    Unexpected(Vec<&'static str>),
+}
 
 /// `ferry demo` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -52,11 +86,16 @@ pub struct DemoArgs {
 }
 
 /// Runs the demo; an error means it could not start or ferry did not answer as expected.
-pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     let model_listener = TcpListener::bind(args.model_server)
         .await
-        .with_context(|| format!("binding the demo model server on {}", args.model_server))?;
-    let model_addr = model_listener.local_addr()?;
+        .map_err(|source| DemoError::BindModelServer {
+            addr: args.model_server,
+            source,
+        })?;
+    let model_addr = model_listener
+        .local_addr()
+        .map_err(DemoError::ModelServerAddr)?;
     let (stop_model, model_stopped) = oneshot::channel::<()>();
     let model_task = tokio::spawn(model_server::serve(model_listener, async {
         let _ = model_stopped.await;
@@ -83,7 +122,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             proxy.shutdown(DRAIN).await;
             outcome
         }
-        Err(error) => Err(anyhow::Error::new(error).context("starting ferry")),
+        Err(error) => Err(DemoError::Start(error)),
     };
     let _ = stop_model.send(());
     let _ = model_task.await;
@@ -96,10 +135,10 @@ async fn drive(
     model_addr: SocketAddr,
     mut records: mpsc::Receiver<AccessRecord>,
     serve: bool,
-) -> anyhow::Result<()> {
+) -> Result<(), DemoError> {
     let inbound = proxy
         .listener_addr(sidecar::INBOUND)
-        .context("the default config has no inbound listener")?;
+        .ok_or(DemoError::NoInbound)?;
     println!("ferry demo");
     println!("  model server (OIP REST + gRPC)  {model_addr}   models: add_sub, echo");
     println!(
@@ -111,25 +150,25 @@ async fn drive(
 
     // With --serve, listen for Ctrl-C before anything is printed that invites pressing it.
     let mut interrupt = if serve {
-        Some(try_it::Interrupt::listen()?)
+        Some(try_it::Interrupt::listen().map_err(DemoError::Signals)?)
     } else {
         None
     };
     let exchanges = client::run_script(inbound)
         .await
-        .context("sending the demo requests through ferry")?;
+        .map_err(DemoError::Client)?;
     let collected = collect_records(&mut records, exchanges.len()).await;
     let paired = report::pair(&exchanges, collected);
     for (i, (exchange, record)) in exchanges.iter().zip(&paired).enumerate() {
         println!("{}", report::exchange(i + 1, exchange, record.as_ref()));
     }
-    let unexpected: Vec<&str> = exchanges
+    let unexpected: Vec<&'static str> = exchanges
         .iter()
         .filter(|e| !e.as_expected())
         .map(|e| e.label)
         .collect();
     if !unexpected.is_empty() {
-        anyhow::bail!("unexpected answers for: {}", unexpected.join(", "));
+        return Err(DemoError::Unexpected(unexpected));
     }
     println!("all {} requests answered as expected", exchanges.len());
 

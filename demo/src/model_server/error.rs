@@ -3,7 +3,7 @@
 
 use http::StatusCode;
 
-use crate::demo::grpc_frame::{Code, FrameError};
+use crate::grpc_frame::{Code, FrameError};
 
 /// A request the model server could not answer with a result.
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::demo::grpc_frame;
+use crate::grpc_frame;
 
 /// Why a demo request could not be completed (as opposed to getting an error status).
 #[derive(Debug, thiserror::Error)]
@@ -189,7 +189,7 @@ impl GrpcClient {
         let uri = format!(
             "http://{}{}{rpc}",
             self.authority,
-            crate::demo::inference::SERVICE_PATH
+            crate::inference::SERVICE_PATH
         );
         let request = Request::builder()
             .method(Method::POST)

@@ -1,4 +1,6 @@
-//! The `ferry` command: a thin CLI over the `ferry_proxy` library.
+//! The `ferry` command: a thin CLI over the `ferry_proxy` library (run, validate, schema),
+//! `ferry_demo` and `ferry_inject`. A crate of its own because the demo depends on the proxy
+//! library, so the binary that offers both cannot live in the proxy crate.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,7 +33,7 @@ enum Command {
     Schema,
     /// Start a built-in model server behind ferry, send REST and gRPC requests through it and
     /// show what ferry did with each (`--serve` keeps it running to try by hand).
-    Demo(ferry_proxy::demo::DemoArgs),
+    Demo(ferry_demo::DemoArgs),
     /// Inject the ferry sidecar into Kubernetes manifests (files or `-` for stdin) and write
     /// them to stdout.
     Inject(ferry_inject::InjectArgs),
@@ -156,9 +158,9 @@ fn small_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-fn demo(args: ferry_proxy::demo::DemoArgs) -> anyhow::Result<ExitCode> {
+fn demo(args: ferry_demo::DemoArgs) -> anyhow::Result<ExitCode> {
     let runtime = small_runtime()?;
-    runtime.block_on(ferry_proxy::demo::run(args))?;
+    runtime.block_on(ferry_demo::run(args))?;
     // Idle pooled connections may still be parked on the runtime; don't wait for them.
     runtime.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)

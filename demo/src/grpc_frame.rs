@@ -169,7 +169,7 @@ pub fn decode_message(encoded: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demo::inference::ModelReadyRequest;
+    use crate::inference::ModelReadyRequest;
     use prost::Message;
 
     #[test]

@@ -8,7 +8,7 @@ root="$(cd "$here/../.." && pwd)"
 cd "$root"
 # Separately: built together, feature unification with the bench changes the proxy's code and
 # so the names LLVM gives duplicated local functions (name.1234).
-cargo build --release -p ferry-proxy --locked
+cargo build --release -p ferry --locked
 cargo build --release -p ferry-bench --locked
 target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 work="$(mktemp -d)"

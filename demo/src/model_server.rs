@@ -95,7 +95,7 @@ async fn handle(request: Request<Incoming>) -> Result<Response<ResponseBody>, In
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with(crate::demo::grpc_frame::CONTENT_TYPE));
+        .is_some_and(|v| v.starts_with(crate::grpc_frame::CONTENT_TYPE));
     let response = if is_grpc {
         grpc::handle(request).await
     } else {
