@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::body::{ProxyBody, full};
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// Serves admin requests until `stop` turns true.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {

@@ -20,8 +20,10 @@ use crate::descriptors::Descriptors;
 use crate::listener::{self, ListenerHandle};
 use crate::metrics::Metrics;
 use crate::reload::Reloadable;
-use crate::state::{RouteStates, Shared};
-use crate::table::{self, Table, UnknownCluster};
+use crate::shared::Shared;
+use crate::state::RouteStates;
+use crate::stack;
+use crate::table::{Table, UnknownCluster};
 use crate::upstream::Transport;
 
 /// How to start.
@@ -94,7 +96,7 @@ impl Proxy {
         let metrics = Arc::new(Metrics::new());
         let states = RouteStates::default();
         let descriptors = Descriptors::load_async(&config).await?;
-        let cx = table::Context {
+        let cx = stack::Context {
             metrics: &metrics,
             states: &states,
             transport: &Transport::Network,
@@ -242,7 +244,7 @@ impl Inner {
                 })?;
             fresh.push((l.name.clone(), l.address, socket));
         }
-        let cx = table::Context {
+        let cx = stack::Context {
             metrics: &self.shared.metrics,
             states: &self.shared.routes,
             transport: &Transport::Network,

@@ -27,6 +27,28 @@ pub type BoxFuture = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<http::Response<ProxyBody>, BoxError>> + Send>,
 >;
 
+/// What every layer in the proxy's stacks requires of its inner service (a trait alias: the
+/// one bound, written once).
+pub trait StackService:
+    tower::Service<
+        http::Request<ProxyBody>,
+        Response = http::Response<ProxyBody>,
+        Error = BoxError,
+        Future = BoxFuture,
+    >
+{
+}
+
+impl<S> StackService for S where
+    S: tower::Service<
+            http::Request<ProxyBody>,
+            Response = http::Response<ProxyBody>,
+            Error = BoxError,
+            Future = BoxFuture,
+        >
+{
+}
+
 /// A body with these bytes.
 pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
     Full::new(bytes.into())

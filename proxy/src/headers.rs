@@ -171,6 +171,19 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
             })
 }
 
+/// The authority the caller addressed: the URI's (HTTP/2, absolute-form) or the `Host` header.
+pub fn authority_of<B>(req: &http::Request<B>) -> Option<std::borrow::Cow<'_, str>> {
+    req.uri()
+        .authority()
+        .map(|a| std::borrow::Cow::Borrowed(a.as_str()))
+        .or_else(|| {
+            req.headers()
+                .get(http::header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .map(std::borrow::Cow::Borrowed)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,7 +44,7 @@ use crate::headers::ClientAddr;
 use crate::metrics::{ListenerLabels, Name};
 use crate::request_body::AmbiguousFraming;
 use crate::stack::ListenerService;
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// hyper refuses HTTP/1 read buffers smaller than this.
 const MIN_H1_BUF: usize = 8192;

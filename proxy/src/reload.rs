@@ -14,7 +14,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::descriptors::Descriptors;
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// What the watcher reloads: the running proxy (implemented by `app`, which starts the
 /// watcher; this module does not know it).

@@ -9,7 +9,7 @@ use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, Request, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
-use crate::body::{BodyTooLarge, BoxError, BoxFuture, ProxyBody};
+use crate::body::{BodyTooLarge, BoxError, BoxFuture, ProxyBody, StackService};
 use crate::failure::Failure;
 
 /// The listener found this HTTP/1.1 request's head ambiguous (set by the listener, which
@@ -52,12 +52,7 @@ impl<S> tower::Layer<S> for RequestBodyLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for RequestBody<S>
 where
-    S: tower::Service<
-            Request<ProxyBody>,
-            Response = Response<ProxyBody>,
-            Error = BoxError,
-            Future = BoxFuture,
-        >,
+    S: StackService,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;

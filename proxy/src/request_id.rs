@@ -6,7 +6,7 @@ use std::task::{Context, Poll};
 
 use http::{Request, Response};
 
-use crate::body::{BoxError, BoxFuture, ProxyBody};
+use crate::body::{BoxError, BoxFuture, ProxyBody, StackService};
 use crate::headers::{X_REQUEST_ID, new_request_id};
 
 /// Tower layer adding request ids.
@@ -31,12 +31,7 @@ impl<S> tower::Layer<S> for RequestIdLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for RequestId<S>
 where
-    S: tower::Service<
-            Request<ProxyBody>,
-            Response = Response<ProxyBody>,
-            Error = BoxError,
-            Future = BoxFuture,
-        >,
+    S: StackService,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;

@@ -16,9 +16,9 @@ use http::{Request, Response};
 use tokio::sync::mpsc;
 
 use crate::access_log::AccessRecord;
-use crate::body::{BoxError, BoxFuture, ProxyBody};
+use crate::body::{BoxError, BoxFuture, ProxyBody, StackService};
 use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels};
-use crate::table::RouteEntry;
+use crate::route::RouteEntry;
 
 /// What inner layers learned about one request.
 #[derive(Debug, Default)]
@@ -148,12 +148,7 @@ impl<S> tower::Layer<S> for RequestMetaLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for RequestMeta<S>
 where
-    S: tower::Service<
-            Request<ProxyBody>,
-            Response = Response<ProxyBody>,
-            Error = BoxError,
-            Future = BoxFuture,
-        >,
+    S: StackService,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;

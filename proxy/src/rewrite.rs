@@ -12,9 +12,8 @@ use ferry_config::{HeaderEdits, PrefixRewrite};
 use http::header::{HOST, HeaderName, HeaderValue};
 use http::{HeaderMap, Request, Response, StatusCode};
 
-use crate::body::{BoxError, BoxFuture, ProxyBody};
-use crate::headers::{self, ClientAddr};
-use crate::routing::authority_of;
+use crate::body::{BoxError, BoxFuture, ProxyBody, StackService};
+use crate::headers::{self, ClientAddr, authority_of};
 
 /// A route's edits.
 #[derive(Debug, Default)]
@@ -64,12 +63,7 @@ impl<S> tower::Layer<S> for RewriteLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for Rewrite<S>
 where
-    S: tower::Service<
-            Request<ProxyBody>,
-            Response = Response<ProxyBody>,
-            Error = BoxError,
-            Future = BoxFuture,
-        >,
+    S: StackService,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;

@@ -15,12 +15,10 @@ use tower::ServiceExt;
 
 use crate::body::{BoxError, BoxFuture, ProxyBody};
 use crate::failure::Failure;
-use crate::headers;
+use crate::headers::{self, authority_of};
 use crate::request_meta::Outcome;
 use crate::router::{RequestView, Router};
-use crate::table::RouteEntry;
-
-pub use self::sniff::authority_of;
+use crate::route::RouteEntry;
 
 /// One listener's routes, as the routing service reads them.
 #[derive(Debug)]
@@ -116,6 +114,6 @@ fn find(
 }
 
 /// Named and boxed outside the caller's `async` block (see [`crate::body::BoxFuture`]).
-fn call_route(service: crate::stack::RouteService, req: Request<ProxyBody>) -> BoxFuture {
+fn call_route(service: crate::route::RouteService, req: Request<ProxyBody>) -> BoxFuture {
     Box::pin(service.oneshot(req))
 }

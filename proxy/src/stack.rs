@@ -16,14 +16,33 @@ mod route;
 use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use crate::access_log::AccessRecord;
 use crate::body::{BoxError, ProxyBody};
+use crate::metrics::Metrics;
+use crate::state::RouteStates;
+use crate::upstream::Transport;
 
 pub use self::listener::listener;
 pub use self::route::{RouteParts, route};
 
-/// A route's whole stack, boxed once at the route boundary so routes with different layers
-/// share one type in the route table.
-pub type RouteService = BoxCloneSyncService<Request<ProxyBody>, Response<ProxyBody>, BoxError>;
+pub use crate::route::RouteService;
 
 /// A listener's whole stack; it never fails (errors are rendered inside it).
 pub type ListenerService = BoxCloneSyncService<Request<ProxyBody>, Response<ProxyBody>, BoxError>;
+
+/// What a table is built with besides the config: the process-wide pieces that outlive it.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// Metrics registry.
+    pub metrics: &'a Arc<Metrics>,
+    /// Route states kept across reloads.
+    pub states: &'a RouteStates,
+    /// How clusters reach their endpoints.
+    pub transport: &'a Transport,
+    /// Access-record sink.
+    pub access_log: Option<&'a mpsc::Sender<AccessRecord>>,
+}

@@ -1,34 +1,12 @@
-//! Process-wide state shared by listeners, the admin endpoint and reload, and the per-route
-//! state that outlives any one routing table.
+//! Per-route state that outlives any one routing table.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use ferry_config::RetryPolicy;
-use tokio::sync::mpsc;
 use tower::retry::budget::TpsBudget;
 
-use crate::access_log::AccessRecord;
-use crate::metrics::Metrics;
-use crate::table::Table;
-
-/// Shared state.
-#[derive(Debug)]
-pub struct Shared {
-    /// The live routing table; readers take a snapshot per request.
-    pub table: ArcSwap<Table>,
-    /// Metrics.
-    pub metrics: Arc<Metrics>,
-    /// Per-route state, kept across reloads that leave a route's definition alone.
-    pub routes: RouteStates,
-    /// Set when SIGTERM starts draining: `/ready` answers 503.
-    draining: AtomicBool,
-    /// Optional access-record sink.
-    pub access_log: Option<mpsc::Sender<AccessRecord>>,
-}
 
 /// Which route: (listener name, route name).
 pub type RouteKey = (String, String);
@@ -46,36 +24,6 @@ pub struct RouteState {
 #[derive(Debug, Default)]
 pub struct RouteStates {
     by_route: Mutex<HashMap<RouteKey, (String, Arc<RouteState>)>>,
-}
-
-// === impl Shared ===
-
-impl Shared {
-    /// New state serving `table`.
-    pub fn new(
-        table: Table,
-        metrics: Arc<Metrics>,
-        routes: RouteStates,
-        access_log: Option<mpsc::Sender<AccessRecord>>,
-    ) -> Arc<Self> {
-        Arc::new(Self {
-            table: ArcSwap::from_pointee(table),
-            metrics,
-            routes,
-            draining: AtomicBool::new(false),
-            access_log,
-        })
-    }
-
-    /// Marks the process as draining.
-    pub fn start_draining(&self) {
-        self.draining.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether the process is draining.
-    pub fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::SeqCst)
-    }
 }
 
 // === impl RouteState ===

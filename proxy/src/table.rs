@@ -12,15 +12,14 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use ferry_config::{Action, Config, ListenerLimits, Route, StringMatch};
-use tokio::sync::mpsc;
 
-use crate::access_log::AccessRecord;
 use crate::cluster::Cluster;
 use crate::descriptors::Descriptors;
-use crate::metrics::{ClusterLabels, Metrics, Name, RouteLabels, RouteRequests};
+use crate::metrics::{ClusterLabels, Name, RouteLabels, RouteRequests};
 use crate::router::Router;
 use crate::routing::Routes;
-use crate::stack::{self, ListenerService, RouteService};
+use crate::route::RouteEntry;
+use crate::stack::{self, Context, ListenerService};
 use crate::state::{RouteKey, RouteState, RouteStates};
 use crate::upstream::Transport;
 
@@ -39,19 +38,6 @@ pub struct Table {
     pub descriptors: Descriptors,
 }
 
-/// What a table is built with besides the config: the process-wide pieces that outlive it.
-#[derive(Debug, Clone, Copy)]
-pub struct Context<'a> {
-    /// Metrics registry.
-    pub metrics: &'a Arc<Metrics>,
-    /// Route states kept across reloads.
-    pub states: &'a RouteStates,
-    /// How clusters reach their endpoints.
-    pub transport: &'a Transport,
-    /// Access-record sink.
-    pub access_log: Option<&'a mpsc::Sender<AccessRecord>>,
-}
-
 /// One listener's routes, limits and stack.
 #[derive(Debug)]
 pub struct ListenerTable {
@@ -63,29 +49,6 @@ pub struct ListenerTable {
     pub limits: ListenerLimits,
     /// The listener's stack (request id → … → routing into the route stacks).
     pub service: ListenerService,
-}
-
-/// A route ready to serve.
-#[derive(Debug)]
-pub struct RouteEntry {
-    /// Route name.
-    pub name: Arc<str>,
-    /// The route's config.
-    pub config: Route,
-    /// The route's definition as the effective config spells it (compared on reload).
-    definition: String,
-    /// The clusters its stack sends to (compared on reload by identity).
-    clusters: Vec<Arc<Cluster>>,
-    /// What the route remembers across reloads.
-    pub state: Arc<RouteState>,
-    /// The route's stack (edits → filters → split → timeout → retry → balance → client).
-    pub service: RouteService,
-    /// The configured model name (metric label), or empty.
-    pub model_label: Arc<str>,
-    /// `ferry_request_duration_seconds` of this route, registered once.
-    pub duration: prometheus_client::metrics::histogram::Histogram,
-    /// `ferry_requests_total` of this route.
-    pub requests: RouteRequests,
 }
 
 /// A cluster name a route refers to was missing from the table (validation should have

@@ -112,7 +112,7 @@ async fn load_as_the_proxy_does(path: &Path) -> Vec<PathBuf> {
     }
     let metrics = std::sync::Arc::new(Metrics::new());
     let states = ferry_proxy::state::RouteStates::default();
-    let cx = ferry_proxy::table::Context {
+    let cx = ferry_proxy::stack::Context {
         metrics: &metrics,
         states: &states,
         transport: &ferry_proxy::upstream::Transport::Network,

@@ -17,10 +17,9 @@ use super::client::{Dispatch, DispatchFuture};
 use crate::body::{BoxError, BoxFuture, ProxyBody};
 use crate::cluster::{Cluster, Endpoint};
 use crate::failure::Failure;
-use crate::headers;
+use crate::headers::{self, authority_of};
 use crate::metrics::{ClusterLabels, Metrics, Name};
 use crate::request_meta::{Forwarded, Outcome};
-use crate::routing::authority_of;
 use crate::upstream::{SendError, Wire};
 
 /// Which attempt a request is (set by the retry layer; absent means the first and only).

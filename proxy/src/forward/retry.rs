@@ -15,7 +15,7 @@ use prometheus_client::metrics::counter::Counter;
 use tower::retry::budget::{Budget, TpsBudget};
 
 use super::balance::{Attempt, Avoid};
-use crate::body::{BoxError, BoxFuture, Peeked, ProxyBody};
+use crate::body::{BoxError, BoxFuture, Peeked, ProxyBody, StackService};
 use crate::failure::Failure;
 use crate::headers;
 use crate::request_meta::Outcome;
@@ -80,14 +80,7 @@ impl<S> tower::Layer<S> for RetryLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for Retry<S>
 where
-    S: tower::Service<
-            Request<ProxyBody>,
-            Response = Response<ProxyBody>,
-            Error = BoxError,
-            Future = BoxFuture,
-        > + Clone
-        + Send
-        + 'static,
+    S: StackService + Clone + Send + 'static,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;
@@ -124,12 +117,7 @@ impl Shared {
         req: Request<ProxyBody>,
     ) -> Result<Response<ProxyBody>, BoxError>
     where
-        S: tower::Service<
-                Request<ProxyBody>,
-                Response = Response<ProxyBody>,
-                Error = BoxError,
-                Future = BoxFuture,
-            >,
+        S: StackService,
     {
         let Some(policy) = &self.policy else {
             return inner.call(req).await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 
-use crate::body::{BoxError, BoxFuture, ProxyBody};
+use crate::body::{BoxError, BoxFuture, ProxyBody, StackService};
 use crate::failure::Failure;
 
 /// Tower layer bounding the inner service's answer time.
@@ -49,12 +49,7 @@ impl<S> tower::Layer<S> for TimeoutLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for Timeout<S>
 where
-    S: tower::Service<
-            Request<ProxyBody>,
-            Response = Response<ProxyBody>,
-            Error = BoxError,
-            Future = BoxFuture,
-        >,
+    S: StackService,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;

@@ -1,27 +1,12 @@
 //! Reading just enough of a body to find the model it names; every byte read is replayed.
 
-use std::borrow::Cow;
-
 use ferry_filters::model_name::{self, ModelRef};
-use http::header::{CONTENT_TYPE, HOST};
-use http::{Method, Request};
+use http::Method;
+use http::header::CONTENT_TYPE;
 
 use crate::body::{self, Peeked, ProxyBody};
 use crate::failure::Failure;
 use crate::headers;
-
-/// The authority the caller addressed: the URI's (HTTP/2, absolute-form) or the `Host` header.
-pub fn authority_of<B>(req: &Request<B>) -> Option<Cow<'_, str>> {
-    req.uri()
-        .authority()
-        .map(|a| Cow::Borrowed(a.as_str()))
-        .or_else(|| {
-            req.headers()
-                .get(HOST)
-                .and_then(|h| h.to_str().ok())
-                .map(Cow::Borrowed)
-        })
-}
 
 /// Reads just enough of the body to find the model: the first gRPC message of an OIP call, or
 /// the JSON `model` member within `max` bytes. Every byte read is replayed upstream.

@@ -14,7 +14,7 @@ use crate::request_body::RequestBodyLayer;
 use crate::request_id::RequestIdLayer;
 use crate::request_meta::RequestMetaLayer;
 use crate::routing::{Routes, Routing};
-use crate::table::Context;
+use super::Context;
 
 /// Builds the stack of listener `name`.
 pub fn listener(

@@ -12,6 +12,7 @@ use ferry_filters::translate::OipTranslateLayer;
 use tower::{Layer, ServiceBuilder};
 
 use super::RouteService;
+use crate::body::StackService;
 use crate::cluster::Cluster;
 use crate::direct::Direct;
 use crate::filter_settings;
@@ -125,15 +126,7 @@ struct Boxed<L>(L);
 impl<L, S> Layer<S> for Boxed<L>
 where
     L: Layer<S>,
-    L::Service: tower::Service<
-            http::Request<crate::body::ProxyBody>,
-            Response = http::Response<crate::body::ProxyBody>,
-            Error = crate::body::BoxError,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
-    <L::Service as tower::Service<http::Request<crate::body::ProxyBody>>>::Future: Send + 'static,
+    L::Service: StackService + Clone + Send + Sync + 'static,
 {
     type Service = RouteService;
 
@@ -145,15 +138,7 @@ where
 impl<L> Layer<RouteService> for Optional<L>
 where
     L: Layer<RouteService>,
-    L::Service: tower::Service<
-            http::Request<crate::body::ProxyBody>,
-            Response = http::Response<crate::body::ProxyBody>,
-            Error = crate::body::BoxError,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
-    <L::Service as tower::Service<http::Request<crate::body::ProxyBody>>>::Future: Send + 'static,
+    L::Service: StackService + Clone + Send + Sync + 'static,
 {
     type Service = RouteService;
 

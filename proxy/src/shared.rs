@@ -1,0 +1,57 @@
+//! Process-wide state shared by listeners, the admin endpoint and reload.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arc_swap::ArcSwap;
+use tokio::sync::mpsc;
+
+use crate::access_log::AccessRecord;
+use crate::metrics::Metrics;
+use crate::state::RouteStates;
+use crate::table::Table;
+
+/// Shared state.
+#[derive(Debug)]
+pub struct Shared {
+    /// The live routing table; readers take a snapshot per request.
+    pub table: ArcSwap<Table>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Per-route state, kept across reloads that leave a route's definition alone.
+    pub routes: RouteStates,
+    /// Set when SIGTERM starts draining: `/ready` answers 503.
+    draining: AtomicBool,
+    /// Optional access-record sink.
+    pub access_log: Option<mpsc::Sender<AccessRecord>>,
+}
+
+// === impl Shared ===
+
+impl Shared {
+    /// New state serving `table`.
+    pub fn new(
+        table: Table,
+        metrics: Arc<Metrics>,
+        routes: RouteStates,
+        access_log: Option<mpsc::Sender<AccessRecord>>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            table: ArcSwap::from_pointee(table),
+            metrics,
+            routes,
+            draining: AtomicBool::new(false),
+            access_log,
+        })
+    }
+
+    /// Marks the process as draining.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the process is draining.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+}
