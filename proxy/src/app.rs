@@ -21,8 +21,8 @@ use crate::listener::{self, ListenerHandle};
 use crate::metrics::Metrics;
 use crate::reload::Reloadable;
 use crate::shared::Shared;
-use crate::state::RouteStates;
 use crate::stack;
+use crate::state::RouteStates;
 use crate::table::{Table, UnknownCluster};
 use crate::upstream::Transport;
 

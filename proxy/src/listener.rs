@@ -43,8 +43,8 @@ use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
 use crate::headers::ClientAddr;
 use crate::metrics::{ListenerLabels, Name};
 use crate::request_body::AmbiguousFraming;
-use crate::stack::ListenerService;
 use crate::shared::Shared;
+use crate::stack::ListenerService;
 
 /// hyper refuses HTTP/1 read buffers smaller than this.
 const MIN_H1_BUF: usize = 8192;

@@ -17,8 +17,8 @@ use crate::body::{BoxError, BoxFuture, ProxyBody};
 use crate::failure::Failure;
 use crate::headers::{self, authority_of};
 use crate::request_meta::Outcome;
-use crate::router::{RequestView, Router};
 use crate::route::RouteEntry;
+use crate::router::{RequestView, Router};
 
 /// One listener's routes, as the routing service reads them.
 #[derive(Debug)]

@@ -7,7 +7,6 @@ use std::time::Duration;
 use ferry_config::RetryPolicy;
 use tower::retry::budget::TpsBudget;
 
-
 /// Which route: (listener name, route name).
 pub type RouteKey = (String, String);
 

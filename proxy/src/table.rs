@@ -16,12 +16,11 @@ use ferry_config::{Action, Config, ListenerLimits, Route, StringMatch};
 use crate::cluster::Cluster;
 use crate::descriptors::Descriptors;
 use crate::metrics::{ClusterLabels, Name, RouteLabels, RouteRequests};
+use crate::route::RouteEntry;
 use crate::router::Router;
 use crate::routing::Routes;
-use crate::route::RouteEntry;
 use crate::stack::{self, Context, ListenerService};
-use crate::state::{RouteKey, RouteState, RouteStates};
-use crate::upstream::Transport;
+use crate::state::{RouteKey, RouteState};
 
 /// One loaded configuration, ready to serve.
 #[derive(Debug)]

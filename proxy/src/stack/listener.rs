@@ -8,13 +8,13 @@ use ferry_config::ListenerLimits;
 use ferry_filters::failure::RenderErrorsLayer;
 use tower::ServiceBuilder;
 
+use super::Context;
 use super::ListenerService;
 use crate::failure::CLASSIFIERS;
 use crate::request_body::RequestBodyLayer;
 use crate::request_id::RequestIdLayer;
 use crate::request_meta::RequestMetaLayer;
 use crate::routing::{Routes, Routing};
-use super::Context;
 
 /// Builds the stack of listener `name`.
 pub fn listener(
