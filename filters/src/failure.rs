@@ -18,7 +18,6 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Request, Response, StatusCode};
-use http_body::Body;
 use http_body_util::BodyExt;
 
 use crate::body_limit::BodyTooLarge;
@@ -242,35 +241,58 @@ impl<S> tower::Layer<S> for RenderErrorsLayer {
 
 // === impl RenderErrors ===
 
-impl<S, B, RB> tower::Service<Request<B>> for RenderErrors<S>
+// The inner service answers with the boxed body already, so passing an answer through costs
+// no second box.
+impl<S, B> tower::Service<Request<B>> for RenderErrors<S>
 where
-    S: tower::Service<Request<B>, Response = Response<RB>>,
+    S: tower::Service<Request<B>, Response = Response<TranslateBody>>,
     S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
-    RB: Body<Data = Bytes> + Send + 'static,
-    RB::Error: Into<BoxError>,
 {
     type Response = Response<TranslateBody>;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+    type Future = RenderFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let grpc = is_grpc(req.headers());
-        let classifiers = self.classifiers;
-        let call = self.inner.call(req);
-        Box::pin(async move {
-            Ok(match call.await {
-                Ok(resp) => resp.map(|b| b.map_err(Into::into).boxed_unsync()),
-                Err(e) => {
-                    let e: BoxError = e.into();
-                    render_error(e.as_ref(), classifiers, grpc)
-                }
-            })
-        })
+        RenderFuture {
+            grpc: is_grpc(req.headers()),
+            classifiers: self.classifiers,
+            inner: self.inner.call(req),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`RenderErrors`]: the inner answer, or the rendered error. Written out
+    /// rather than boxed: it runs for every request.
+    #[derive(Debug)]
+    pub struct RenderFuture<F> {
+        #[pin]
+        inner: F,
+        grpc: bool,
+        classifiers: &'static [Classifier],
+    }
+}
+
+impl<F, E> Future for RenderFuture<F>
+where
+    F: Future<Output = Result<Response<TranslateBody>, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<Response<TranslateBody>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        Poll::Ready(Ok(match std::task::ready!(this.inner.poll(cx)) {
+            Ok(resp) => resp,
+            Err(e) => {
+                let e: BoxError = e.into();
+                render_error(e.as_ref(), this.classifiers, *this.grpc)
+            }
+        }))
     }
 }
 

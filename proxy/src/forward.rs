@@ -60,7 +60,6 @@ impl<S> Split<S> {
 impl<S> tower::Service<Request<ProxyBody>> for Split<S>
 where
     S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>,
-    S::Future: Send + 'static,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;

@@ -35,16 +35,15 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
-use tower::ServiceExt;
+use tower::Service;
 
-use crate::body::{BoxFuture, ProxyBody};
+use crate::body::ProxyBody;
 use crate::failure::{CLASSIFIERS, Failure};
 use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
 use crate::headers::ClientAddr;
 use crate::metrics::{ListenerLabels, Name};
 use crate::request_body::AmbiguousFraming;
 use crate::shared::Shared;
-use crate::stack::ListenerService;
 
 /// hyper refuses HTTP/1 read buffers smaller than this.
 const MIN_H1_BUF: usize = 8192;
@@ -317,7 +316,8 @@ impl ConnService {
         let listener = self.conn.listener.clone();
         async move {
             let resp = match service {
-                Some(service) => call_listener(service, req)
+                Some(mut service) => service
+                    .call(req)
                     .await
                     .unwrap_or_else(|e| failure::render_error(e.as_ref(), CLASSIFIERS, grpc)),
                 // The listener was removed by a reload while this connection was open.
@@ -326,9 +326,4 @@ impl ConnService {
             Ok(resp.map(|b| track(b, gauge, active)))
         }
     }
-}
-
-/// Named and boxed outside the caller's `async` block (see [`crate::body::BoxFuture`]).
-fn call_listener(service: ListenerService, req: Request<ProxyBody>) -> BoxFuture {
-    Box::pin(service.oneshot(req))
 }

@@ -3,13 +3,16 @@
 //! `max_request_body_bytes` is refused before a byte is read, and a body that streams past the
 //! limit fails with [`BodyTooLarge`] (413 / RESOURCE_EXHAUSTED) wherever it is being read.
 
+use std::future::Ready;
 use std::task::{Context, Poll};
+
+use futures_util::future::Either;
 
 use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, Request, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
-use crate::body::{BodyTooLarge, BoxError, BoxFuture, ProxyBody, StackService};
+use crate::body::{BodyTooLarge, BoxError, ProxyBody};
 use crate::failure::Failure;
 
 /// The listener found this HTTP/1.1 request's head ambiguous (set by the listener, which
@@ -52,22 +55,21 @@ impl<S> tower::Layer<S> for RequestBodyLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for RequestBody<S>
 where
-    S: StackService,
+    S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;
-    type Future = BoxFuture;
+    type Future = Either<S::Future, Ready<Result<Response<ProxyBody>, BoxError>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request<ProxyBody>) -> Self::Future {
-        let req = match check(req, self.limit) {
-            Ok(req) => req,
-            Err(failure) => return Box::pin(std::future::ready(Err(failure.into()))),
-        };
-        self.inner.call(req)
+        match check(req, self.limit) {
+            Ok(req) => Either::Left(self.inner.call(req)),
+            Err(failure) => Either::Right(std::future::ready(Err(failure.into()))),
+        }
     }
 }
 

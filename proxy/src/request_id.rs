@@ -2,11 +2,13 @@
 //! new UUID v4) and every answer carries the same id back, including answers ferry rendered
 //! itself, so a caller's report can be matched to ferry's logs and the model server's.
 
-use std::task::{Context, Poll};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
-use http::{Request, Response};
+use http::{HeaderValue, Request, Response};
 
-use crate::body::{BoxError, BoxFuture, ProxyBody, StackService};
+use crate::body::{BoxError, ProxyBody};
 use crate::headers::{X_REQUEST_ID, new_request_id};
 
 /// Tower layer adding request ids.
@@ -31,11 +33,11 @@ impl<S> tower::Layer<S> for RequestIdLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for RequestId<S>
 where
-    S: StackService,
+    S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;
-    type Future = BoxFuture;
+    type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx)
@@ -50,11 +52,36 @@ where
                 id
             }
         };
-        let call = self.inner.call(req);
-        Box::pin(async move {
-            let mut resp = call.await?;
+        ResponseFuture {
+            inner: self.inner.call(req),
+            id: Some(id),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The inner answer with the id added. Written out rather than boxed: it runs for every
+    /// request.
+    #[derive(Debug)]
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: F,
+        id: Option<HeaderValue>,
+    }
+}
+
+impl<F> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<ProxyBody>, BoxError>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let mut resp = ready!(this.inner.poll(cx))?;
+        if let Some(id) = this.id.take() {
             resp.headers_mut().insert(X_REQUEST_ID.clone(), id);
-            Ok(resp)
-        })
+        }
+        Poll::Ready(Ok(resp))
     }
 }

@@ -6,9 +6,11 @@
 //! route and the model; the balancer: cluster, endpoint, attempts), and this layer reads it
 //! once the response headers are ready.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use ferry_filters::model_name::ModelRef;
@@ -16,7 +18,7 @@ use http::{Request, Response};
 use tokio::sync::mpsc;
 
 use crate::access_log::AccessRecord;
-use crate::body::{BoxError, BoxFuture, ProxyBody, StackService};
+use crate::body::{BoxError, ProxyBody};
 use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels};
 use crate::route::RouteEntry;
 
@@ -148,11 +150,11 @@ impl<S> tower::Layer<S> for RequestMetaLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for RequestMeta<S>
 where
-    S: StackService,
+    S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;
-    type Future = BoxFuture;
+    type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx)
@@ -168,13 +170,52 @@ where
             .access_log
             .is_some()
             .then(|| (req.method().clone(), req.uri().path().to_owned()));
-        let call = self.inner.call(req);
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let resp = call.await?;
-            shared.record(&resp, start.elapsed(), &outcome, seen);
-            Ok(resp)
-        })
+        ResponseFuture {
+            inner: self.inner.call(req),
+            done: Some(Pending {
+                recorder: self.shared.clone(),
+                start,
+                outcome,
+                seen,
+            }),
+        }
+    }
+}
+
+/// What is recorded once the answer is ready.
+#[derive(Debug)]
+struct Pending {
+    recorder: Arc<Recorder>,
+    start: Instant,
+    outcome: Arc<Outcome>,
+    seen: Option<(http::Method, String)>,
+}
+
+pin_project_lite::pin_project! {
+    /// The inner answer, recorded when it is ready. Written out rather than boxed: it runs for
+    /// every request.
+    #[derive(Debug)]
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: F,
+        done: Option<Pending>,
+    }
+}
+
+impl<F> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<ProxyBody>, BoxError>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let resp = ready!(this.inner.poll(cx))?;
+        if let Some(p) = this.done.take() {
+            p.recorder
+                .record(&resp, p.start.elapsed(), &p.outcome, p.seen);
+        }
+        Poll::Ready(Ok(resp))
     }
 }
 

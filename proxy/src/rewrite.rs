@@ -5,14 +5,16 @@
 
 mod tunnel;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use ferry_config::{HeaderEdits, PrefixRewrite};
 use http::header::{HOST, HeaderName, HeaderValue};
 use http::{HeaderMap, Request, Response, StatusCode};
 
-use crate::body::{BoxError, BoxFuture, ProxyBody, StackService};
+use crate::body::{BoxError, ProxyBody};
 use crate::headers::{self, ClientAddr, authority_of};
 
 /// A route's edits.
@@ -63,11 +65,11 @@ impl<S> tower::Layer<S> for RewriteLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for Rewrite<S>
 where
-    S: StackService,
+    S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;
-    type Future = BoxFuture;
+    type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx)
@@ -77,18 +79,42 @@ where
         let upgrade = headers::is_upgrade(req.headers());
         let on_upgrade = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();
         edit_request(&mut req, &self.edits, upgrade);
-        let call = self.inner.call(req);
-        let edits = self.edits.clone();
-        Box::pin(async move {
-            let mut resp = call.await?;
-            let switching = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
-            headers::strip_hop_by_hop(resp.headers_mut(), switching);
-            edit_headers(resp.headers_mut(), &edits.response);
-            if switching {
-                tunnel::spawn(on_upgrade, &mut resp);
-            }
-            Ok(resp)
-        })
+        ResponseFuture {
+            inner: self.inner.call(req),
+            edits: self.edits.clone(),
+            on_upgrade,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The upstream's answer with the route's response edits. Written out rather than boxed:
+    /// it runs for every request.
+    #[derive(Debug)]
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: F,
+        edits: Arc<Edits>,
+        on_upgrade: Option<hyper::upgrade::OnUpgrade>,
+    }
+}
+
+impl<F> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<ProxyBody>, BoxError>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let mut resp = ready!(this.inner.poll(cx))?;
+        let switching = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
+        headers::strip_hop_by_hop(resp.headers_mut(), switching);
+        edit_headers(resp.headers_mut(), &this.edits.response);
+        if switching {
+            tunnel::spawn(this.on_upgrade.take(), &mut resp);
+        }
+        Poll::Ready(Ok(resp))
     }
 }
 

@@ -11,7 +11,6 @@ use std::task::{Context, Poll};
 
 use ferry_filters::model_name;
 use http::{Request, Response};
-use tower::ServiceExt;
 
 use crate::body::{BoxError, BoxFuture, ProxyBody};
 use crate::failure::Failure;
@@ -66,7 +65,7 @@ impl tower::Service<Request<ProxyBody>> for Routing {
             if let Some(outcome) = Outcome::of(&req) {
                 outcome.set_route(route.clone());
             }
-            call_route(route.service.clone(), req).await
+            route.service.call_ref(req).await
         })
     }
 }
@@ -111,9 +110,4 @@ fn find(
             method: req.method().to_string(),
             path: req.uri().path().to_owned(),
         })
-}
-
-/// Named and boxed outside the caller's `async` block (see [`crate::body::BoxFuture`]).
-fn call_route(service: crate::route::RouteService, req: Request<ProxyBody>) -> BoxFuture {
-    Box::pin(service.oneshot(req))
 }

@@ -13,16 +13,17 @@
 mod listener;
 mod route;
 
-use http::{Request, Response};
-use tower::util::BoxCloneSyncService;
-
 use std::sync::Arc;
 
+use ferry_filters::failure::RenderErrors;
 use tokio::sync::mpsc;
 
 use crate::access_log::AccessRecord;
-use crate::body::{BoxError, ProxyBody};
 use crate::metrics::Metrics;
+use crate::request_body::RequestBody;
+use crate::request_id::RequestId;
+use crate::request_meta::RequestMeta;
+use crate::routing::Routing;
 use crate::state::RouteStates;
 use crate::upstream::Transport;
 
@@ -31,8 +32,10 @@ pub use self::route::{RouteParts, route};
 
 pub use crate::route::RouteService;
 
-/// A listener's whole stack; it never fails (errors are rendered inside it).
-pub type ListenerService = BoxCloneSyncService<Request<ProxyBody>, Response<ProxyBody>, BoxError>;
+/// A listener's whole stack; it never fails (errors are rendered inside it). A concrete type,
+/// not a boxed one: it is cloned per request (a few `Arc` increments) and its futures are
+/// written out, so the layers every request crosses cost no allocation of their own.
+pub type ListenerService = RequestId<RequestMeta<RenderErrors<RequestBody<Routing>>>>;
 
 /// What a table is built with besides the config: the process-wide pieces that outlive it.
 #[derive(Debug, Clone, Copy)]

@@ -59,7 +59,7 @@ async fn transcoding_errors_keep_their_code_member() {
 #[tokio::test]
 async fn the_layer_answers_by_the_request_protocol() {
     let failing = tower::service_fn(|_: Request<Full<Bytes>>| async {
-        Err::<Response<Full<Bytes>>, BoxError>(Box::new(TranslateError::NoEndpoint("x".into())))
+        Err::<Response<TranslateBody>, BoxError>(Box::new(TranslateError::NoEndpoint("x".into())))
     });
     let svc = RenderErrorsLayer::new().layer(failing);
     let rest = svc
@@ -75,7 +75,7 @@ async fn the_layer_answers_by_the_request_protocol() {
     let grpc = svc.oneshot(grpc).await.unwrap();
     assert_eq!(grpc.headers()["grpc-status"], "12");
     let ok = tower::service_fn(|_: Request<Full<Bytes>>| async {
-        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"fine"))))
+        Ok::<_, Infallible>(Response::new(full(Bytes::from_static(b"fine"))))
     });
     let resp = RenderErrorsLayer::new()
         .layer(ok)

@@ -2,13 +2,15 @@
 //! attempt (a streaming body may then run as long as it likes). Expiry: 504 /
 //! DEADLINE_EXCEEDED.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use http::{Request, Response};
 
-use crate::body::{BoxError, BoxFuture, ProxyBody, StackService};
+use crate::body::{BoxError, ProxyBody};
 use crate::failure::Failure;
 
 /// Tower layer bounding the inner service's answer time.
@@ -49,28 +51,55 @@ impl<S> tower::Layer<S> for TimeoutLayer {
 
 impl<S> tower::Service<Request<ProxyBody>> for Timeout<S>
 where
-    S: StackService,
+    S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>>,
+    S::Error: Into<BoxError>,
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;
-    type Future = BoxFuture;
+    type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, req: Request<ProxyBody>) -> Self::Future {
-        let call = tokio::time::timeout(self.timeout, self.inner.call(req));
-        let (timeout, cluster) = (self.timeout, self.cluster.clone());
-        Box::pin(async move {
-            call.await.unwrap_or_else(|_| {
-                Err(Failure::Timeout {
-                    cluster: cluster.to_string(),
-                    timeout_ms: timeout.as_millis(),
-                    per_try: false,
-                }
-                .into())
-            })
+        ResponseFuture {
+            inner: tokio::time::timeout(self.timeout, self.inner.call(req)),
+            timeout: self.timeout,
+            cluster: self.cluster.clone(),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The inner answer or the route's 504. Written out rather than boxed: it runs for every
+    /// request of a route with a timeout (the default).
+    #[derive(Debug)]
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: tokio::time::Timeout<F>,
+        timeout: Duration,
+        cluster: Arc<str>,
+    }
+}
+
+impl<F, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<ProxyBody>, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<Response<ProxyBody>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        Poll::Ready(match ready!(this.inner.poll(cx)) {
+            Ok(answer) => answer.map_err(Into::into),
+            Err(_) => Err(Failure::Timeout {
+                cluster: this.cluster.to_string(),
+                timeout_ms: this.timeout.as_millis(),
+                per_try: false,
+            }
+            .into()),
         })
     }
 }

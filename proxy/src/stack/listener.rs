@@ -23,7 +23,7 @@ pub fn listener(
     routes: Arc<Routes>,
     cx: Context<'_>,
 ) -> ListenerService {
-    let stack = ServiceBuilder::new()
+    ServiceBuilder::new()
         // Outermost, so every answer carries the id, rendered errors included.
         .layer(RequestIdLayer)
         // Outside the renderer: metrics and access records see the answer the caller got
@@ -39,6 +39,5 @@ pub fn listener(
         // Before anything reads the body: ambiguous framing refused, the size bounded.
         .layer(RequestBodyLayer::new(limits.max_request_body_bytes))
         // Model sniffing and route match; the rest is the route's own stack.
-        .service(Routing::new(routes));
-    ListenerService::new(stack)
+        .service(Routing::new(routes))
 }

@@ -1,5 +1,6 @@
 //! A route's stack, outermost first: what a request goes through after routing chose this
-//! route. Layers the route does not use are absent (no per-request branch). The bracketed
+//! route. Filters the route does not use are absent (no per-request branch); the
+//! per-cluster timeout and retry are tower's `option_layer`. The bracketed
 //! slots are where the next layers go: each is one line here plus its filters module.
 //! Reordering these lines is reviewed like an API change.
 
@@ -90,18 +91,18 @@ fn destination(
     let split = Split::new(targets.iter().map(|(weight, cluster)| {
         let path = ServiceBuilder::new()
             // The route's deadline for response headers, across every attempt.
-            .layer(optional(
+            .option_layer(
                 r.timeout
                     .map(|t| TimeoutLayer::new(t, cluster.name.clone())),
-            ))
-            // Retries within the route's budget; absent without a retry policy.
-            .layer(optional(r.retry.as_ref().map(|policy| {
+            )
+            // Retries within the route's budget; only with a retry policy.
+            .option_layer(r.retry.as_ref().map(|policy| {
                 RetryLayer::new(Some(policy.clone()), state.budget.clone(), retries.clone())
-            })))
+            }))
             // The endpoint for each attempt, its health and the attempt's own deadline.
-            .layer(boxed(BalanceLayer::new(cluster.clone(), per_try, metrics)))
+            .layer(BalanceLayer::new(cluster.clone(), per_try, metrics))
             .service(EndpointClient::new(cluster.clone()));
-        (*weight, RouteService::new(path))
+        (*weight, path)
     }));
     RouteService::new(split)
 }
@@ -115,26 +116,6 @@ fn optional<L>(layer: Option<L>) -> Optional<L> {
 #[derive(Debug, Clone)]
 struct Optional<L>(Option<L>);
 
-/// A layer whose service is boxed into a [`RouteService`], so optional layers can sit above it.
-fn boxed<L>(layer: L) -> Boxed<L> {
-    Boxed(layer)
-}
-
-#[derive(Debug, Clone)]
-struct Boxed<L>(L);
-
-impl<L, S> Layer<S> for Boxed<L>
-where
-    L: Layer<S>,
-    L::Service: StackService + Clone + Send + Sync + 'static,
-{
-    type Service = RouteService;
-
-    fn layer(&self, inner: S) -> RouteService {
-        RouteService::new(self.0.layer(inner))
-    }
-}
-
 impl<L> Layer<RouteService> for Optional<L>
 where
     L: Layer<RouteService>,
@@ -144,7 +125,7 @@ where
 
     fn layer(&self, inner: RouteService) -> RouteService {
         match &self.0 {
-            Some(layer) => RouteService::new(layer.layer(inner)),
+            Some(layer) => RouteService::from_boxed(layer.layer(inner)),
             None => inner,
         }
     }
