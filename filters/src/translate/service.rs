@@ -8,13 +8,15 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
 use http_body::Body;
 use http_body_util::BodyExt;
 
 use super::binary_probe::{self, BinaryProbe, UpstreamBinary};
+use super::body::boxed;
+use super::collect::collect;
 use super::endpoint::{Endpoint, Rpc};
 use super::error::{TranslateError, code, http_for_grpc};
 use super::grpc_message::percent_decode;
@@ -22,12 +24,11 @@ use super::grpc_to_rest::{self, GrpcPlan};
 use super::pb::SERVICE_PATH;
 use super::rest_to_grpc::{self, InferAnswer, OutputPlan};
 use super::section_stream;
-use super::{BoxError, ChunksBody, Direction, TranslateBody, TranslateSettings};
+use super::{
+    BoxError, ChunksBody, Direction, INFERENCE_HEADER_CONTENT_LENGTH, TranslateBody,
+    TranslateSettings,
+};
 use crate::failure::render;
-
-/// The binary extension's header: length of the JSON part of the body.
-pub const INFERENCE_HEADER_CONTENT_LENGTH: HeaderName =
-    HeaderName::from_static("inference-header-content-length");
 
 /// Translates requests and responses for one route.
 #[derive(Debug, Clone)]
@@ -191,77 +192,6 @@ impl Translator {
     }
 }
 
-pub(crate) async fn collect(
-    body: TranslateBody,
-    limit: u64,
-) -> Result<(Bytes, Option<HeaderMap>), TranslateError> {
-    // A hand-rolled loop rather than `Limited`: its `Into<BoxError>` bound on an already boxed
-    // error defeats `Send` inference for the callers' futures.
-    let mut body = body;
-    // With a declared length (Content-Length, or an exact hint) the body is copied once into a
-    // buffer of that size as it arrives, so no chunk is held twice: peak memory is one body,
-    // not the chunks plus their concatenation. The hint is trusted only up to the limit.
-    let hint = body.size_hint();
-    // A declared length (Content-Length sets hyper's hint) over the limit is refused before a
-    // byte is read, as Envoy's buffer filters answer 413 on the header alone; reading up to
-    // the limit first would only spend the caller's bandwidth on a certain refusal.
-    if hint.lower() > limit {
-        return Err(TranslateError::TooLarge {
-            what: "body",
-            limit,
-        });
-    }
-    let expected = hint.exact().or(hint.upper()).unwrap_or(hint.lower());
-    let mut first: Option<Bytes> = None;
-    let mut all = BytesMut::new();
-    let mut len = 0u64;
-    let mut trailers = None;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| read_error(e.as_ref()))?;
-        match frame.into_data() {
-            Ok(data) => {
-                len = len.saturating_add(data.len() as u64);
-                if len > limit {
-                    return Err(TranslateError::TooLarge {
-                        what: "body",
-                        limit,
-                    });
-                }
-                // One chunk (the usual case for small bodies) is kept as is, uncopied.
-                match first.take() {
-                    None if all.is_empty() => first = Some(data),
-                    None => all.extend_from_slice(&data),
-                    Some(one) => {
-                        let cap = expected.clamp(len, limit);
-                        all.reserve(usize::try_from(cap).unwrap_or(0));
-                        all.extend_from_slice(&one);
-                        all.extend_from_slice(&data);
-                    }
-                }
-            }
-            Err(frame) => {
-                if let Ok(t) = frame.into_trailers() {
-                    trailers = Some(t);
-                }
-            }
-        }
-    }
-    let bytes = first.unwrap_or_else(|| all.freeze());
-    Ok((bytes, trailers))
-}
-
-/// A fault reading the caller's body.
-pub(crate) fn read_error(e: &(dyn std::error::Error + Send + Sync + 'static)) -> TranslateError {
-    match crate::body_limit::find(e) {
-        // The listener's limit cut the body: too much, not malformed.
-        Some(too_large) => TranslateError::TooLarge {
-            what: "request body",
-            limit: too_large.limit,
-        },
-        None => TranslateError::BadRequest(format!("reading the body: {e}")),
-    }
-}
-
 /// Headers that describe the old body or protocol and must not cross the translation.
 fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
     for (name, value) in from {
@@ -283,10 +213,6 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
             to.append(name.clone(), value.clone());
         }
     }
-}
-
-pub(crate) fn boxed(body: ChunksBody) -> TranslateBody {
-    body.map_err(|never| match never {}).boxed_unsync()
 }
 
 async fn rest_request(
