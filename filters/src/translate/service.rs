@@ -19,7 +19,7 @@ use super::body::boxed;
 use super::collect::collect;
 use super::endpoint::{Endpoint, Rpc};
 use super::error::{TranslateError, code, http_for_grpc};
-use super::grpc_message::percent_decode;
+use super::grpc_message::grpc_status;
 use super::grpc_to_rest::{self, GrpcPlan};
 use super::pb::SERVICE_PATH;
 use super::rest_to_grpc::{self, InferAnswer, OutputPlan};
@@ -356,23 +356,6 @@ impl Pending {
             }
         }
     }
-}
-
-/// The gRPC status in `headers` (trailers, or the headers of a trailers-only answer), message
-/// percent-decoded.
-pub(crate) fn grpc_status(headers: &HeaderMap) -> Option<(u32, String)> {
-    let code = headers
-        .get("grpc-status")?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let message = headers
-        .get("grpc-message")
-        .map(|m| percent_decode(m.as_bytes()))
-        .unwrap_or_default();
-    Some((code, message))
 }
 
 async fn rest_response(
