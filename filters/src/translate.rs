@@ -35,7 +35,7 @@ pub mod pb;
 mod raw;
 mod rest_to_grpc;
 mod section_stream;
-pub(crate) mod service;
+mod service;
 mod tensor;
 mod tensor_data;
 
