@@ -21,6 +21,7 @@
 mod answer_stream;
 mod binary_probe;
 mod body;
+mod collect;
 mod datatype;
 mod endpoint;
 mod error;
@@ -34,7 +35,7 @@ pub mod pb;
 mod raw;
 mod rest_to_grpc;
 mod section_stream;
-pub(crate) mod service;
+mod service;
 mod tensor;
 mod tensor_data;
 
@@ -43,16 +44,17 @@ mod tests;
 
 pub use self::binary_probe::{FAILED_PROBE_TTL, PROBE_TTL, UpstreamBinary};
 pub use self::body::ChunksBody;
+pub(crate) use self::body::boxed;
+pub(crate) use self::collect::collect;
 pub use self::datatype::{ALL as ALL_DATATYPES, DataType};
 pub use self::endpoint::{Endpoint, Rpc};
 pub use self::error::{TranslateError, code, grpc_for_http, http_for_grpc};
-pub(crate) use self::grpc_message::percent_encode;
+pub(crate) use self::grpc_message::{grpc_status, percent_encode};
 pub use self::layer::{OipTranslate, OipTranslateLayer};
-pub use self::service::{
-    INFERENCE_HEADER_CONTENT_LENGTH, Pending, Translator, grpc_error, rest_error,
-};
+pub use self::service::{Pending, Translator, grpc_error, rest_error};
 
 use bytes::Bytes;
+use http::header::HeaderName;
 use http_body_util::combinators::UnsyncBoxBody;
 
 /// The error type of boxed bodies and of the layer.
@@ -60,6 +62,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The body type the translator produces (and the proxy uses throughout).
 pub type TranslateBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// The binary extension's header: length of the JSON part of the body.
+pub const INFERENCE_HEADER_CONTENT_LENGTH: HeaderName =
+    HeaderName::from_static("inference-header-content-length");
 
 /// Which way a route translates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,8 +13,7 @@ use serde::Deserialize;
 
 use super::{ModelMetadata, TensorMetadata};
 use crate::translate::pb::{ModelMetadataRequest, ModelMetadataResponse, SERVICE_PATH};
-use crate::translate::service::collect;
-use crate::translate::{BoxError, ChunksBody, Endpoint, Rpc, TranslateBody};
+use crate::translate::{BoxError, ChunksBody, Endpoint, Rpc, TranslateBody, collect};
 
 /// Metadata answers are small; anything larger is not metadata.
 const MAX_METADATA_BYTES: u64 = 1024 * 1024;

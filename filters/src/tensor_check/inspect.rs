@@ -12,9 +12,9 @@ use prost::Message;
 
 use crate::translate::json_in::{self, reader::Reader};
 use crate::translate::pb::SERVICE_PATH;
-use crate::translate::service::collect;
 use crate::translate::{
     ChunksBody, Endpoint, INFERENCE_HEADER_CONTENT_LENGTH, Rpc, TranslateBody, TranslateError,
+    collect,
 };
 
 /// An input tensor as the request declares it.

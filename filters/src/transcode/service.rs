@@ -19,9 +19,9 @@ use super::rules::RuleIndex;
 use super::stream::JsonStream;
 use crate::failure::json_answer;
 use crate::translate::grpc_frame::{frame, unframe};
-use crate::translate::service::collect;
-use crate::translate::service::{boxed, grpc_status};
-use crate::translate::{BoxError, ChunksBody, TranslateBody, TranslateError};
+use crate::translate::{
+    BoxError, ChunksBody, TranslateBody, TranslateError, boxed, collect, grpc_status,
+};
 
 /// The transcoding table of one route: built once per descriptor load, cheap to clone.
 #[derive(Debug, Clone)]

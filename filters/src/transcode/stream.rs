@@ -12,8 +12,7 @@ use http_body::{Body, Frame};
 
 use super::error::TranscodeError;
 use super::response::{Deframer, Shape, StreamFormat, check_status};
-use crate::translate::service::grpc_status;
-use crate::translate::{BoxError, TranslateBody};
+use crate::translate::{BoxError, TranslateBody, grpc_status};
 
 /// The response body of a transcoded server-streaming call.
 pub(crate) struct JsonStream {

@@ -16,7 +16,7 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use serde::Deserialize;
 
-use super::service::collect;
+use super::collect::collect;
 use super::{BoxError, ChunksBody, TranslateBody};
 
 /// How long a probe's answer is trusted.

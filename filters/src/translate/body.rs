@@ -1,5 +1,6 @@
 //! The translated body: a few ready chunks (JSON header, then tensor sections as slices of the
-//! upstream's buffer) and, for gRPC, trailers carrying the status.
+//! upstream's buffer) and, for gRPC, trailers carrying the status; [`boxed`] as the
+//! [`TranslateBody`] the translator hands on.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -8,6 +9,9 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+
+use super::TranslateBody;
 
 /// A body made of chunks already in memory, optionally ending with trailers.
 #[derive(Debug, Default)]
@@ -66,4 +70,8 @@ impl Body for ChunksBody {
     fn size_hint(&self) -> SizeHint {
         SizeHint::with_exact(self.remaining)
     }
+}
+
+pub(crate) fn boxed(body: ChunksBody) -> TranslateBody {
+    body.map_err(|never| match never {}).boxed_unsync()
 }

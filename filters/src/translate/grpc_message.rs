@@ -1,4 +1,9 @@
-//! The `grpc-message` header's encoding: bytes outside printable ASCII, and `%`, as `%XX`.
+//! The gRPC status as headers (trailers, or the headers of a trailers-only answer):
+//! `grpc-status` read with its `grpc-message`, and that header's encoding (bytes outside
+//! printable ASCII, and `%`, as `%XX`); shared by the readers of gRPC upstreams' answers
+//! (translated and transcoded) and the error renderer, which writes it.
+
+use http::HeaderMap;
 
 /// gRPC's grpc-message encoding: bytes outside printable ASCII, and `%`, as `%XX`.
 pub(crate) fn percent_encode(text: &str) -> String {
@@ -34,4 +39,21 @@ pub(crate) fn percent_decode(bytes: &[u8]) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The gRPC status in `headers` (trailers, or the headers of a trailers-only answer), message
+/// percent-decoded.
+pub(crate) fn grpc_status(headers: &HeaderMap) -> Option<(u32, String)> {
+    let code = headers
+        .get("grpc-status")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let message = headers
+        .get("grpc-message")
+        .map(|m| percent_decode(m.as_bytes()))
+        .unwrap_or_default();
+    Some((code, message))
 }

@@ -11,8 +11,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 
-use super::service::Translator;
-use super::{BoxError, TranslateBody, TranslateSettings};
+use super::{BoxError, TranslateBody, TranslateSettings, Translator};
 
 type ProbeFuture<RB> = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
 

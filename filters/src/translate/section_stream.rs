@@ -26,13 +26,16 @@ use http_body_util::BodyExt;
 use prost::Message;
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 
+use super::body::boxed;
+use super::collect::{collect, read_error};
 use super::datatype::DataType;
 use super::error::TranslateError;
 use super::json_in::{self, Budget, InferJson};
 use super::rest_to_grpc::{self, OutputPlan};
-use super::service::{INFERENCE_HEADER_CONTENT_LENGTH, boxed, collect, read_error};
 use super::tensor::{BINARY_DATA_SIZE, RawInput, Sections};
-use super::{BoxError, ChunksBody, Endpoint, TranslateBody, grpc_frame, pb};
+use super::{
+    BoxError, ChunksBody, Endpoint, INFERENCE_HEADER_CONTENT_LENGTH, TranslateBody, grpc_frame, pb,
+};
 
 /// `raw_input_contents`' field number in `ModelInferRequest`.
 const RAW_INPUT_CONTENTS: u32 = 7;

@@ -1,33 +1,35 @@
-//! The translation step as two halves (request, then response) and as a tower layer.
+//! The translation step as two halves, request then response: [`Translator`] and the
+//! [`Pending`] it leaves for the answer. The proxy calls the halves around its own forwarding
+//! (retries and timeouts sit between them); any other tower stack can use
+//! [`OipTranslateLayer`](super::OipTranslateLayer).
 //!
-//! The proxy calls the halves around its own forwarding (retries and timeouts sit between
-//! them); any other tower stack can use [`OipTranslateLayer`].
+//! Each direction's HTTP-level work (method, path, version, headers, bodies collected under
+//! the limit) has its own module, named for the caller it serves: `rest_caller` (REST → gRPC)
+//! and `grpc_caller` (gRPC → REST). The message mapping under them is in `rest_to_grpc` and
+//! `grpc_to_rest`.
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
-use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
+use bytes::Bytes;
+use http::{HeaderMap, Request, Response};
 use http_body::Body;
 use http_body_util::BodyExt;
 
+use self::grpc_caller::{grpc_request, grpc_response};
+use self::rest_caller::{rest_request, rest_response};
 use super::binary_probe::{self, BinaryProbe, UpstreamBinary};
 use super::endpoint::{Endpoint, Rpc};
-use super::error::{TranslateError, code, http_for_grpc};
-use super::grpc_message::percent_decode;
-use super::grpc_to_rest::{self, GrpcPlan};
+use super::error::TranslateError;
+use super::grpc_to_rest::GrpcPlan;
 use super::pb::SERVICE_PATH;
-use super::rest_to_grpc::{self, InferAnswer, OutputPlan};
-use super::section_stream;
-use super::{BoxError, ChunksBody, Direction, TranslateBody, TranslateSettings};
+use super::rest_to_grpc::OutputPlan;
+use super::{BoxError, Direction, TranslateBody, TranslateSettings};
 use crate::failure::render;
 
-/// The binary extension's header: length of the JSON part of the body.
-pub const INFERENCE_HEADER_CONTENT_LENGTH: HeaderName =
-    HeaderName::from_static("inference-header-content-length");
+mod grpc_caller;
+mod rest_caller;
 
 /// Translates requests and responses for one route.
 #[derive(Debug, Clone)]
@@ -191,207 +193,6 @@ impl Translator {
     }
 }
 
-pub(crate) async fn collect(
-    body: TranslateBody,
-    limit: u64,
-) -> Result<(Bytes, Option<HeaderMap>), TranslateError> {
-    // A hand-rolled loop rather than `Limited`: its `Into<BoxError>` bound on an already boxed
-    // error defeats `Send` inference for the callers' futures.
-    let mut body = body;
-    // With a declared length (Content-Length, or an exact hint) the body is copied once into a
-    // buffer of that size as it arrives, so no chunk is held twice: peak memory is one body,
-    // not the chunks plus their concatenation. The hint is trusted only up to the limit.
-    let hint = body.size_hint();
-    // A declared length (Content-Length sets hyper's hint) over the limit is refused before a
-    // byte is read, as Envoy's buffer filters answer 413 on the header alone; reading up to
-    // the limit first would only spend the caller's bandwidth on a certain refusal.
-    if hint.lower() > limit {
-        return Err(TranslateError::TooLarge {
-            what: "body",
-            limit,
-        });
-    }
-    let expected = hint.exact().or(hint.upper()).unwrap_or(hint.lower());
-    let mut first: Option<Bytes> = None;
-    let mut all = BytesMut::new();
-    let mut len = 0u64;
-    let mut trailers = None;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| read_error(e.as_ref()))?;
-        match frame.into_data() {
-            Ok(data) => {
-                len = len.saturating_add(data.len() as u64);
-                if len > limit {
-                    return Err(TranslateError::TooLarge {
-                        what: "body",
-                        limit,
-                    });
-                }
-                // One chunk (the usual case for small bodies) is kept as is, uncopied.
-                match first.take() {
-                    None if all.is_empty() => first = Some(data),
-                    None => all.extend_from_slice(&data),
-                    Some(one) => {
-                        let cap = expected.clamp(len, limit);
-                        all.reserve(usize::try_from(cap).unwrap_or(0));
-                        all.extend_from_slice(&one);
-                        all.extend_from_slice(&data);
-                    }
-                }
-            }
-            Err(frame) => {
-                if let Ok(t) = frame.into_trailers() {
-                    trailers = Some(t);
-                }
-            }
-        }
-    }
-    let bytes = first.unwrap_or_else(|| all.freeze());
-    Ok((bytes, trailers))
-}
-
-/// A fault reading the caller's body.
-pub(crate) fn read_error(e: &(dyn std::error::Error + Send + Sync + 'static)) -> TranslateError {
-    match crate::body_limit::find(e) {
-        // The listener's limit cut the body: too much, not malformed.
-        Some(too_large) => TranslateError::TooLarge {
-            what: "request body",
-            limit: too_large.limit,
-        },
-        None => TranslateError::BadRequest(format!("reading the body: {e}")),
-    }
-}
-
-/// Headers that describe the old body or protocol and must not cross the translation.
-fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
-    for (name, value) in from {
-        let n = name.as_str();
-        let skip = matches!(
-            n,
-            "content-length"
-                | "content-type"
-                | "content-encoding"
-                | "accept-encoding"
-                | "transfer-encoding"
-                | "te"
-                | "trailer"
-                | "connection"
-                | "keep-alive"
-                | "inference-header-content-length"
-        ) || n.starts_with("grpc-");
-        if !skip {
-            to.append(name.clone(), value.clone());
-        }
-    }
-}
-
-pub(crate) fn boxed(body: ChunksBody) -> TranslateBody {
-    body.map_err(|never| match never {}).boxed_unsync()
-}
-
-async fn rest_request(
-    req: Request<TranslateBody>,
-    limit: u64,
-) -> Result<(Request<TranslateBody>, Pending), TranslateError> {
-    let (parts, body) = req.into_parts();
-    let ep = Endpoint::from_rest(&parts.method, parts.uri.path()).ok_or_else(|| {
-        TranslateError::NoEndpoint(format!("{} {}", parts.method, parts.uri.path()))
-    })?;
-    // Binary sections stream behind the message head when their lengths are declared.
-    let declared = (ep.rpc == Rpc::ModelInfer)
-        .then(|| section_stream::declared(&parts.headers, limit))
-        .flatten();
-    let (body, plan) = match declared {
-        Some(declared) => section_stream::infer_request(&ep, declared, body, limit).await?,
-        None => {
-            let (bytes, _) = collect(body, limit).await?;
-            let header_len = parts
-                .headers
-                .get(&INFERENCE_HEADER_CONTENT_LENGTH)
-                .map(|v| v.to_str().unwrap_or("invalid"));
-            let (chunks, plan) = rest_to_grpc::request(&ep, bytes, header_len, limit)?;
-            (boxed(ChunksBody::new(chunks, None)), plan)
-        }
-    };
-    let mut out = Request::new(body);
-    *out.method_mut() = Method::POST;
-    *out.version_mut() = Version::HTTP_2;
-    let path = format!("{SERVICE_PATH}{}", ep.rpc.method_name());
-    let mut uri = parts.uri.into_parts();
-    uri.path_and_query = Some(
-        path.parse()
-            .map_err(|_| TranslateError::BadRequest("untranslatable path".into()))?,
-    );
-    *out.uri_mut() = http::Uri::from_parts(uri)
-        .map_err(|_| TranslateError::BadRequest("untranslatable URI".into()))?;
-    let headers = out.headers_mut();
-    copy_headers(&parts.headers, headers);
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-    headers.insert(http::header::TE, HeaderValue::from_static("trailers"));
-    *out.extensions_mut() = parts.extensions;
-    Ok((
-        out,
-        Pending {
-            kind: PendingKind::RestToGrpc { ep, plan },
-            limit,
-        },
-    ))
-}
-
-async fn grpc_request(
-    req: Request<TranslateBody>,
-    limit: u64,
-    upstream_binary: bool,
-) -> Result<(Request<TranslateBody>, Pending), TranslateError> {
-    let (parts, body) = req.into_parts();
-    let path = parts.uri.path();
-    let rpc = path
-        .strip_prefix(SERVICE_PATH)
-        .and_then(Rpc::from_method_name)
-        .ok_or_else(|| TranslateError::NoEndpoint(path.to_owned()))?;
-    let (bytes, _) = collect(body, limit).await?;
-    let message = super::grpc_frame::unframe(&bytes).map_err(TranslateError::BadRequest)?;
-    let (call, plan) = grpc_to_rest::request(rpc, message, upstream_binary)?;
-    let body = ChunksBody::new(call.body, None);
-    let len = body.len();
-    let mut out = Request::new(boxed(body));
-    *out.method_mut() = call.ep.rest_method();
-    *out.version_mut() = Version::HTTP_11;
-    let mut uri = parts.uri.into_parts();
-    uri.path_and_query = Some(
-        call.ep
-            .rest_path()
-            .parse()
-            .map_err(|_| TranslateError::BadRequest("untranslatable model name".into()))?,
-    );
-    *out.uri_mut() = http::Uri::from_parts(uri)
-        .map_err(|_| TranslateError::BadRequest("untranslatable URI".into()))?;
-    let headers = out.headers_mut();
-    copy_headers(&parts.headers, headers);
-    if call.ep.rpc == Rpc::ModelInfer {
-        // KServe picks its parser by Content-Type: without one it expects binary sections
-        // (protocol pitfall 1), with application/json it reads the whole body as JSON.
-        let content_type = if call.header_len.is_some() {
-            "application/octet-stream"
-        } else {
-            "application/json"
-        };
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-        headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
-    }
-    if let Some(n) = call.header_len {
-        headers.insert(INFERENCE_HEADER_CONTENT_LENGTH, HeaderValue::from(n));
-    }
-    *out.extensions_mut() = parts.extensions;
-    Ok((
-        out,
-        Pending {
-            kind: PendingKind::GrpcToRest(plan),
-            limit,
-        },
-    ))
-}
-
 // === impl Pending ===
 
 impl Pending {
@@ -432,120 +233,6 @@ impl Pending {
     }
 }
 
-/// The gRPC status in `headers` (trailers, or the headers of a trailers-only answer), message
-/// percent-decoded.
-pub(crate) fn grpc_status(headers: &HeaderMap) -> Option<(u32, String)> {
-    let code = headers
-        .get("grpc-status")?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let message = headers
-        .get("grpc-message")
-        .map(|m| percent_decode(m.as_bytes()))
-        .unwrap_or_default();
-    Some((code, message))
-}
-
-async fn rest_response(
-    ep: &Endpoint,
-    plan: &OutputPlan,
-    resp: Response<TranslateBody>,
-    limit: u64,
-) -> Result<Response<TranslateBody>, TranslateError> {
-    let (parts, body) = resp.into_parts();
-    if parts.status != StatusCode::OK {
-        return Err(TranslateError::Upstream {
-            code: code::UNAVAILABLE,
-            http: StatusCode::BAD_GATEWAY,
-            message: format!("gRPC upstream answered HTTP {}", parts.status),
-        });
-    }
-    // Trailers-only answers carry the status in the headers.
-    if let Some((code, message)) = grpc_status(&parts.headers).filter(|(c, _)| *c != code::OK) {
-        return Err(TranslateError::Upstream {
-            code,
-            http: http_for_grpc(code),
-            message,
-        });
-    }
-    let (bytes, trailers) = collect(body, limit)
-        .await
-        .map_err(|e| TranslateError::BadUpstream(e.to_string()))?;
-    let status = trailers
-        .as_ref()
-        .and_then(grpc_status)
-        .or_else(|| grpc_status(&parts.headers))
-        .ok_or_else(|| TranslateError::BadUpstream("gRPC answer without grpc-status".into()))?;
-    if status.0 != code::OK {
-        return Err(TranslateError::Upstream {
-            code: status.0,
-            http: http_for_grpc(status.0),
-            message: status.1,
-        });
-    }
-    let message = super::grpc_frame::unframe(&bytes).map_err(TranslateError::BadUpstream)?;
-    let answer = match rest_to_grpc::response(ep, message, plan)? {
-        InferAnswer::Whole(answer) => answer,
-        InferAnswer::Streaming(body) => {
-            // Long all-JSON answers go out as they are encoded, with no Content-Length
-            // (answer_stream says why).
-            let mut out = Response::new(body.map_err(BoxError::from).boxed_unsync());
-            let headers = out.headers_mut();
-            copy_headers(&parts.headers, headers);
-            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            return Ok(out);
-        }
-    };
-    let mut chunks = VecDeque::with_capacity(1 + answer.sections.len());
-    let json_len = answer.json.len();
-    let binary = !answer.sections.is_empty();
-    chunks.push_back(Bytes::from(answer.json));
-    chunks.extend(answer.sections);
-    let body = ChunksBody::new(chunks, None);
-    let len = body.len();
-    let mut out = Response::new(boxed(body));
-    *out.status_mut() = answer.status;
-    let headers = out.headers_mut();
-    copy_headers(&parts.headers, headers);
-    if binary {
-        headers.insert(
-            CONTENT_TYPE,
-            HeaderValue::from_static("application/octet-stream"),
-        );
-        headers.insert(INFERENCE_HEADER_CONTENT_LENGTH, HeaderValue::from(json_len));
-    } else {
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    }
-    headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
-    Ok(out)
-}
-
-async fn grpc_response(
-    plan: &GrpcPlan,
-    resp: Response<TranslateBody>,
-    limit: u64,
-) -> Result<Response<TranslateBody>, TranslateError> {
-    let (parts, body) = resp.into_parts();
-    let (bytes, _) = collect(body, limit)
-        .await
-        .map_err(|e| TranslateError::BadUpstream(e.to_string()))?;
-    let header_len = parts
-        .headers
-        .get(&INFERENCE_HEADER_CONTENT_LENGTH)
-        .map(|v| v.to_str().unwrap_or("invalid"));
-    let chunks = grpc_to_rest::response(plan, parts.status, header_len, bytes, limit)?;
-    let mut trailers = HeaderMap::new();
-    trailers.insert("grpc-status", HeaderValue::from_static("0"));
-    let mut out = Response::new(boxed(ChunksBody::new(chunks, Some(trailers))));
-    let headers = out.headers_mut();
-    copy_headers(&parts.headers, headers);
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-    Ok(out)
-}
-
 /// A REST error answer: the mapped status with `{"error": "<message>"}`.
 pub fn rest_error(e: &TranslateError) -> Response<TranslateBody> {
     render(e, false)
@@ -554,4 +241,27 @@ pub fn rest_error(e: &TranslateError) -> Response<TranslateBody> {
 /// A gRPC error answer: trailers-only, status and message in the headers.
 pub fn grpc_error(e: &TranslateError) -> Response<TranslateBody> {
     render(e, true)
+}
+
+/// Headers that describe the old body or protocol and must not cross the translation.
+fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
+    for (name, value) in from {
+        let n = name.as_str();
+        let skip = matches!(
+            n,
+            "content-length"
+                | "content-type"
+                | "content-encoding"
+                | "accept-encoding"
+                | "transfer-encoding"
+                | "te"
+                | "trailer"
+                | "connection"
+                | "keep-alive"
+                | "inference-header-content-length"
+        ) || n.starts_with("grpc-");
+        if !skip {
+            to.append(name.clone(), value.clone());
+        }
+    }
 }

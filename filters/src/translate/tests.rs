@@ -174,10 +174,10 @@ async fn collect_joins_chunks_once_and_keeps_a_single_chunk_uncopied() {
     let b = ChunksBody::new(chunks, None)
         .map_err(|never| match never {})
         .boxed_unsync();
-    let (all, _) = service::collect(b, 5).await.unwrap();
+    let (all, _) = collect(b, 5).await.unwrap();
     assert_eq!(&all[..], b"abcde");
     let one = Bytes::from_static(b"whole");
-    let (got, _) = service::collect(body(one.clone()), 5).await.unwrap();
+    let (got, _) = collect(body(one.clone()), 5).await.unwrap();
     assert_eq!(got.as_ptr(), one.as_ptr(), "a single chunk is not copied");
     let over = ChunksBody::new(
         VecDeque::from([Bytes::from_static(b"abc"), Bytes::from_static(b"abc")]),
@@ -186,7 +186,7 @@ async fn collect_joins_chunks_once_and_keeps_a_single_chunk_uncopied() {
     .map_err(|never| match never {})
     .boxed_unsync();
     assert!(matches!(
-        service::collect(over, 5).await,
+        collect(over, 5).await,
         Err(TranslateError::TooLarge { .. })
     ));
 }

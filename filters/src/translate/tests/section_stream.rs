@@ -43,7 +43,7 @@ fn request(
     }
     let mut req = Request::post("/v2/models/echo/infer")
         .header("inference-header-content-length", json.len())
-        .body(service::boxed(ChunksBody::new(chunks, None)))
+        .body(boxed(ChunksBody::new(chunks, None)))
         .unwrap();
     if content_length {
         req.headers_mut()
