@@ -47,7 +47,7 @@ pub fn render(kind: Kind, ports: Ports, workdir: &Path, routes: usize) -> Option
     let (template, route_block) = match kind {
         // Direct has no proxy; the relay takes its addresses on the command line.
         Kind::Direct | Kind::TcpRelay => return None,
-        Kind::Ferry => (FERRY, ferry_routes(routes)),
+        Kind::Ferry | Kind::FerryBase => (FERRY, ferry_routes(routes)),
         Kind::Envoy => (ENVOY, envoy_routes(routes)),
         Kind::Haproxy => (HAPROXY, haproxy_routes(routes)),
         Kind::Nginx => (NGINX, nginx_routes(routes)),
@@ -65,7 +65,7 @@ pub fn render(kind: Kind, ports: Ports, workdir: &Path, routes: usize) -> Option
 /// gRPC ModelInfer to the upstream.
 pub fn render_translate(kind: Kind, ports: Ports, workdir: &Path) -> Option<String> {
     let template = match kind {
-        Kind::Ferry => FERRY_TRANSLATE,
+        Kind::Ferry | Kind::FerryBase => FERRY_TRANSLATE,
         Kind::Envoy => ENVOY_TRANSLATE,
         _ => return None,
     };
@@ -139,6 +139,7 @@ mod tests {
         };
         for kind in [
             Kind::Ferry,
+            Kind::FerryBase,
             Kind::Envoy,
             Kind::Haproxy,
             Kind::Nginx,
@@ -171,7 +172,7 @@ mod tests {
             admin: 3,
             upstream: 4,
         };
-        for kind in [Kind::Ferry, Kind::Envoy] {
+        for kind in [Kind::Ferry, Kind::FerryBase, Kind::Envoy] {
             let text = render_translate(kind, ports, Path::new("/tmp/x")).unwrap();
             assert!(
                 !text.contains("_PORT@") && !text.contains("@WORKDIR@"),

@@ -29,6 +29,8 @@ pub struct Options {
     pub out: PathBuf,
     /// The ferry binary; found or built when `None`.
     pub ferry: Option<PathBuf>,
+    /// The `ferry-base` binary, the "before" of a before/after comparison.
+    pub baseline: Option<PathBuf>,
     /// The workspace root.
     pub workspace: PathBuf,
 }
@@ -82,6 +84,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         headline: report::headline(&aggregates),
         translate: report::translate::verdicts(&aggregates),
         translate_binary: report::translate::binary_verdict(&aggregates),
+        before_after: report::before_after::ratios(&outcome.samples),
         aggregates,
         samples: outcome.samples,
     };
@@ -126,6 +129,12 @@ fn resolve_targets(opts: &Options) -> Result<Resolved> {
                 continue;
             }
             Kind::Ferry => Ok(find_ferry(opts)?),
+            Kind::FerryBase => {
+                let path = opts.baseline.as_deref().ok_or_else(|| {
+                    BenchError::Process("target ferry-base needs --baseline PATH".into())
+                })?;
+                Ok(given("--baseline", path)?)
+            }
             Kind::Envoy => peers::ensure_envoy(&peers_dir),
             Kind::Haproxy | Kind::HaproxyTcp => peers::ensure_debian("haproxy", "haproxy"),
             Kind::Nginx => peers::ensure_debian("nginx", "nginx"),
@@ -139,7 +148,12 @@ fn resolve_targets(opts: &Options) -> Result<Resolved> {
                     Kind::Haproxy | Kind::HaproxyTcp | Kind::Nginx => "-v",
                     _ => "--version",
                 };
-                versions.push((kind.name().to_owned(), peers::version_line(&bin, &[flag])));
+                let mut version = peers::version_line(&bin, &[flag]);
+                if kind.is_ferry() {
+                    // Both ferry binaries print the same package version: name the file too.
+                    version = format!("{version} ({})", bin.display());
+                }
+                versions.push((kind.name().to_owned(), version));
                 targets.push(Target {
                     kind,
                     bin: Some(bin),
@@ -160,14 +174,7 @@ fn resolve_targets(opts: &Options) -> Result<Resolved> {
 /// `--ferry`, else `ferry` beside this binary, else `<target>/release/ferry`, else build it.
 fn find_ferry(opts: &Options) -> Result<PathBuf> {
     if let Some(p) = &opts.ferry {
-        return if p.is_file() {
-            Ok(p.clone())
-        } else {
-            Err(BenchError::Process(format!(
-                "--ferry {} does not exist",
-                p.display()
-            )))
-        };
+        return given("--ferry", p);
     }
     let beside = std::env::current_exe()
         .ok()
@@ -190,6 +197,18 @@ fn find_ferry(opts: &Options) -> Result<PathBuf> {
     } else {
         Err(BenchError::Process(format!(
             "could not build ferry ({status}); build it with `cargo build --release -p ferry`"
+        )))
+    }
+}
+
+/// A binary named on the command line by `flag`, which must exist.
+fn given(flag: &str, path: &Path) -> Result<PathBuf> {
+    if path.is_file() {
+        Ok(path.to_path_buf())
+    } else {
+        Err(BenchError::Process(format!(
+            "{flag} {} does not exist",
+            path.display()
         )))
     }
 }

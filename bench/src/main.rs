@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use ferry_bench::driver::{self, Options};
 use ferry_bench::machine::today;
 use ferry_bench::scenarios::Scenario;
-use ferry_bench::targets::Kind;
+use ferry_bench::targets::{Kind, with_baseline};
 
 /// Benchmarks ferry beside Envoy, HAProxy and nginx on loopback.
 #[derive(Debug, Parser)]
@@ -26,7 +26,8 @@ struct Cli {
     /// translate.
     #[arg(long, value_delimiter = ',')]
     scenarios: Vec<String>,
-    /// Comma-separated targets (default: direct,ferry,envoy,haproxy,nginx; smoke: direct,ferry).
+    /// Comma-separated targets (default: direct,ferry,envoy,haproxy,nginx,haproxy-tcp,tcp-relay;
+    /// smoke: direct,ferry); ferry-base needs --baseline and always runs right after ferry.
     #[arg(long, value_delimiter = ',')]
     targets: Vec<String>,
     /// Repetitions (default 3; smoke 1).
@@ -38,6 +39,10 @@ struct Cli {
     /// The ferry binary (default: beside this binary, or <target>/release/ferry, else built).
     #[arg(long)]
     ferry: Option<PathBuf>,
+    /// A second ferry binary (e.g. built from the previous commit): adds the target ferry-base,
+    /// run exactly like ferry, and a before/after table (ferry ÷ ferry-base) to results.md.
+    #[arg(long, value_name = "PATH")]
+    baseline: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -81,13 +86,23 @@ fn bench(cli: Cli) -> anyhow::Result<ExitCode> {
         if cli.smoke {
             vec![Kind::Direct, Kind::Ferry]
         } else {
-            Kind::ALL.to_vec()
+            Kind::ALL
+                .into_iter()
+                .filter(|k| *k != Kind::FerryBase)
+                .collect()
         }
     } else {
         cli.targets
             .iter()
             .map(|t| Kind::parse(t).with_context(|| format!("unknown target {t:?}")))
             .collect::<anyhow::Result<_>>()?
+    };
+    let targets = match &cli.baseline {
+        Some(_) => with_baseline(&targets),
+        None if targets.contains(&Kind::FerryBase) => {
+            bail!("target ferry-base needs --baseline PATH (the ferry binary to compare with)")
+        }
+        None => targets,
     };
     let scenarios = if cli.scenarios.is_empty() {
         Scenario::ALL.to_vec()
@@ -115,6 +130,7 @@ fn bench(cli: Cli) -> anyhow::Result<ExitCode> {
         reps,
         out,
         ferry: cli.ferry,
+        baseline: cli.baseline,
         workspace,
     };
     let summary = driver::run(&opts)?;

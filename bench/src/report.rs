@@ -1,6 +1,8 @@
 //! Results: raw samples, per-target medians with their spread, derived added latency, the
-//! headline ratios, and the JSON and markdown files under `bench/results/<date>/`.
+//! headline ratios, the before/after ratios against a baseline ferry, and the JSON and markdown
+//! files under `bench/results/<date>/`.
 
+pub mod before_after;
 mod markdown;
 pub mod translate;
 
@@ -89,6 +91,8 @@ pub struct Report {
     pub translate: Vec<translate::TranslateVerdict>,
     /// ferry's binary-tensor translation beside its plain 1 MiB POST.
     pub translate_binary: Option<translate::BinaryVerdict>,
+    /// ferry ÷ ferry-base per scenario and metric (empty without `--baseline`).
+    pub before_after: Vec<before_after::BeforeAfter>,
     /// Per-target medians and spread.
     pub aggregates: Vec<Aggregate>,
     /// Raw measurements.

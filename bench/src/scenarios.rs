@@ -218,7 +218,7 @@ pub async fn run(plan: &Plan) -> Outcome {
                     }
                 }
             }
-            let translates = matches!(target.kind, Kind::Ferry | Kind::Envoy);
+            let translates = target.kind.is_ferry() || target.kind == Kind::Envoy;
             if plan.scenarios.contains(&Scenario::Translate) && translates {
                 for n in TRANSLATE_SIZES {
                     if let Err(e) = ctx.translate(n).await {
@@ -229,7 +229,7 @@ pub async fn run(plan: &Plan) -> Outcome {
                         ));
                     }
                 }
-                if target.kind == Kind::Ferry
+                if target.kind.is_ferry()
                     && let Err(e) = ctx.translate_binary().await
                 {
                     outcome.failures.push(format!(

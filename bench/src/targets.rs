@@ -25,6 +25,10 @@ pub enum Kind {
     Direct,
     /// ferry.
     Ferry,
+    /// A second ferry binary (`--baseline`, e.g. built from the previous commit), run exactly
+    /// like `ferry` right after it: the "before" of a before/after comparison, not a peer.
+    #[serde(rename = "ferry-base")]
+    FerryBase,
     /// Envoy.
     Envoy,
     /// HAProxy.
@@ -43,9 +47,10 @@ pub enum Kind {
 
 impl Kind {
     /// Every target, in report order.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Direct,
         Kind::Ferry,
+        Kind::FerryBase,
         Kind::Envoy,
         Kind::Haproxy,
         Kind::Nginx,
@@ -58,6 +63,7 @@ impl Kind {
         match self {
             Kind::Direct => "direct",
             Kind::Ferry => "ferry",
+            Kind::FerryBase => "ferry-base",
             Kind::Envoy => "envoy",
             Kind::Haproxy => "haproxy",
             Kind::Nginx => "nginx",
@@ -71,9 +77,15 @@ impl Kind {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    /// Whether this is a peer proxy (not ferry, not direct).
+    /// Whether this is a peer proxy (not ferry or its baseline, not direct).
     pub fn is_peer(self) -> bool {
         matches!(self, Kind::Envoy | Kind::Haproxy | Kind::Nginx)
+    }
+
+    /// Whether this is a ferry binary (the one under test or its baseline): same configs,
+    /// flags and scenarios.
+    pub fn is_ferry(self) -> bool {
+        matches!(self, Kind::Ferry | Kind::FerryBase)
     }
 
     /// Whether it routes HTTP requests (so the route-table scenario means something).
@@ -112,6 +124,22 @@ pub struct Running {
     /// Spawn to first proxied 200.
     pub cold_start: Duration,
     child: Option<Child>,
+}
+
+/// `targets` with `ferry-base` moved (or added) right after `ferry`, so the two binaries of a
+/// before/after comparison run back to back in every repetition and share its noise.
+pub fn with_baseline(targets: &[Kind]) -> Vec<Kind> {
+    let mut out: Vec<Kind> = targets
+        .iter()
+        .copied()
+        .filter(|k| *k != Kind::FerryBase)
+        .collect();
+    let at = out
+        .iter()
+        .position(|k| *k == Kind::Ferry)
+        .map_or(out.len(), |i| i + 1);
+    out.insert(at, Kind::FerryBase);
+    out
 }
 
 /// A free loopback port (bound to port 0, then released for a peer's config file).
@@ -192,13 +220,13 @@ impl Target {
         .ok_or_else(|| BenchError::Process(format!("no config for {}", self.kind.name())))?;
         // Envoy picks its parser by extension; the others do not care.
         let ext = match self.kind {
-            Kind::Ferry | Kind::Envoy => "yaml",
+            Kind::Ferry | Kind::FerryBase | Kind::Envoy => "yaml",
             _ => "conf",
         };
         let config = workdir.join(format!("{}.{ext}", self.kind.name()));
         std::fs::write(&config, text).ctx(|| format!("writing {}", config.display()))?;
         match self.kind {
-            Kind::Ferry => cmd
+            Kind::Ferry | Kind::FerryBase => cmd
                 .arg("run")
                 .arg("--config")
                 .arg(&config)
@@ -349,5 +377,27 @@ fn signal(pids: &[u32], sig: &str) {
 impl Drop for Running {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_baseline_runs_right_after_ferry() {
+        use Kind::*;
+        assert_eq!(
+            with_baseline(&[Direct, Ferry, Envoy]),
+            [Direct, Ferry, FerryBase, Envoy]
+        );
+        // Named elsewhere: moved, not duplicated.
+        assert_eq!(
+            with_baseline(&[FerryBase, Direct, Ferry, Nginx]),
+            [Direct, Ferry, FerryBase, Nginx]
+        );
+        assert_eq!(with_baseline(&[Direct]), [Direct, FerryBase]);
+        assert!(!FerryBase.is_peer() && FerryBase.routes_http() && FerryBase.is_ferry());
+        assert_eq!(Kind::parse("ferry-base"), Some(FerryBase));
     }
 }

@@ -1,5 +1,5 @@
-//! results.md: the machine, what was skipped or failed, the headline ratios, then every
-//! scenario's medians with their spread.
+//! results.md: the machine, what was skipped or failed, the headline ratios, ferry ÷ its
+//! baseline when there is one, then every scenario's medians with their spread.
 
 use std::fmt::Write;
 
@@ -38,6 +38,7 @@ pub fn render(report: &Report) -> String {
         md.push('\n');
     }
     headline(&mut md, report);
+    super::before_after::render(&mut md, &report.before_after);
     super::translate::render(&mut md, &report.translate);
     if let Some(binary) = &report.translate_binary {
         super::translate::render_binary(&mut md, binary);
