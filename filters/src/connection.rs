@@ -13,11 +13,45 @@ pub struct Connection {
     pub listener: Arc<str>,
     /// The client's address.
     pub peer: SocketAddr,
+    /// The client's address as forwarding headers write it, computed once per connection.
+    pub client: ClientAddr,
     /// The protocol agreed by ALPN during a TLS handshake; `None` for plaintext.
     pub alpn: Option<Alpn>,
     /// The peer's verified identity (its SPIFFE ID) after a mutual-TLS handshake; `None` for
     /// plaintext or a peer that presented no certificate.
     pub identity: Option<PeerIdentity>,
+}
+
+/// The client's address as forwarding headers spell it (`x-forwarded-for`, RFC 7239
+/// `forwarded`), computed once per connection rather than per request.
+#[derive(Debug, Clone)]
+pub struct ClientAddr {
+    ip: String,
+    forwarded_for: String,
+}
+
+impl ClientAddr {
+    /// Precomputes the strings for `client`.
+    pub fn new(client: SocketAddr) -> Self {
+        let forwarded_for = match client {
+            SocketAddr::V4(a) => format!("for={}", a.ip()),
+            SocketAddr::V6(a) => format!("for=\"[{}]\"", a.ip()),
+        };
+        Self {
+            ip: client.ip().to_string(),
+            forwarded_for,
+        }
+    }
+
+    /// The IP address as text (`x-forwarded-for`).
+    pub fn ip(&self) -> &str {
+        &self.ip
+    }
+
+    /// The `for=` parameter of a `forwarded` element.
+    pub fn forwarded_for(&self) -> &str {
+        &self.forwarded_for
+    }
 }
 
 /// A protocol named by ALPN.
@@ -42,6 +76,7 @@ impl Connection {
         Connection {
             listener,
             peer,
+            client: ClientAddr::new(peer),
             alpn: None,
             identity: None,
         }

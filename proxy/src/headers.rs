@@ -1,8 +1,6 @@
 //! Header handling on the hop: hop-by-hop removal (RFC 9110 §7.6.1), forwarding headers and
 //! request ids.
 
-use std::net::SocketAddr;
-
 use http::HeaderMap;
 use http::header::{CONNECTION, HeaderName, HeaderValue, TE, TRANSFER_ENCODING, UPGRADE};
 
@@ -70,26 +68,7 @@ fn is_hop_by_hop(name: &HeaderName) -> bool {
     name == CONNECTION || name == TE || name == UPGRADE || ALWAYS_HOP_BY_HOP.contains(name)
 }
 
-/// The client's address as forwarding headers spell it, computed once per connection.
-#[derive(Debug, Clone)]
-pub struct ClientAddr {
-    ip: String,
-    forwarded_for: String,
-}
-
-impl ClientAddr {
-    /// Precomputes the strings for `client`.
-    pub fn new(client: SocketAddr) -> Self {
-        let forwarded_for = match client {
-            SocketAddr::V4(a) => format!("for={}", a.ip()),
-            SocketAddr::V6(a) => format!("for=\"[{}]\"", a.ip()),
-        };
-        Self {
-            ip: client.ip().to_string(),
-            forwarded_for,
-        }
-    }
-}
+pub use ferry_filters::connection::ClientAddr;
 
 /// Appends the client address to `x-forwarded-for` and a `forwarded` element (RFC 7239).
 pub fn append_forwarded(
@@ -99,14 +78,14 @@ pub fn append_forwarded(
     host: Option<&str>,
 ) {
     let xff = match headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
-        Some(existing) => HeaderValue::from_str(&format!("{existing}, {}", client.ip)),
-        None => HeaderValue::from_str(&client.ip),
+        Some(existing) => HeaderValue::from_str(&format!("{existing}, {}", client.ip())),
+        None => HeaderValue::from_str(client.ip()),
     };
     if let Ok(v) = xff {
         headers.insert(X_FORWARDED_FOR.clone(), v);
     }
-    let mut element = String::with_capacity(client.forwarded_for.len() + 32);
-    element.push_str(&client.forwarded_for);
+    let mut element = String::with_capacity(client.forwarded_for().len() + 32);
+    element.push_str(client.forwarded_for());
     element.push_str(";proto=");
     element.push_str(proto);
     if let Some(host) = host

@@ -40,7 +40,6 @@ use tower::Service;
 use crate::body::ProxyBody;
 use crate::failure::{CLASSIFIERS, Failure};
 use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
-use crate::headers::ClientAddr;
 use crate::metrics::{ListenerLabels, Name};
 use crate::request_body::AmbiguousFraming;
 use crate::shared::Shared;
@@ -182,7 +181,6 @@ pub async fn serve_connection<IO>(
     let activity = Activity::new();
     let peer = conn.peer;
     let service = ConnService {
-        client: Arc::new(ClientAddr::new(conn.peer)),
         conn,
         shared: shared.clone(),
         verdicts: verdicts.clone(),
@@ -279,7 +277,6 @@ fn http_builder(
 /// extensions, then the listener's stack from the current table. Never fails.
 struct ConnService {
     conn: Arc<Connection>,
-    client: Arc<ClientAddr>,
     shared: Arc<Shared>,
     verdicts: Arc<Verdicts>,
     active_requests: Gauge,
@@ -303,7 +300,6 @@ impl ConnService {
             req.extensions_mut().insert(AmbiguousFraming(reason));
         }
         req.extensions_mut().insert(self.conn.clone());
-        req.extensions_mut().insert(self.client.clone());
         let service = self
             .shared
             .table

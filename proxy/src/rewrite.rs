@@ -11,11 +11,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use ferry_config::{HeaderEdits, PrefixRewrite};
+use ferry_filters::connection::Connection;
 use http::header::{HOST, HeaderName, HeaderValue};
 use http::{HeaderMap, Request, Response, StatusCode};
 
 use crate::body::{BoxError, ProxyBody};
-use crate::headers::{self, ClientAddr, authority_of};
+use crate::headers::{self, authority_of};
 
 /// A route's edits.
 #[derive(Debug, Default)]
@@ -125,8 +126,13 @@ fn edit_request(req: &mut Request<ProxyBody>, edits: &Edits, upgrade: bool) {
         rewrite_prefix(req, &rewrite.from, &rewrite.to);
     }
     headers::strip_hop_by_hop(req.headers_mut(), upgrade);
-    if let Some(client) = req.extensions().get::<Arc<ClientAddr>>().cloned() {
-        headers::append_forwarded(req.headers_mut(), &client, "http", authority.as_deref());
+    if let Some(conn) = Connection::of(req).cloned() {
+        headers::append_forwarded(
+            req.headers_mut(),
+            &conn.client,
+            "http",
+            authority.as_deref(),
+        );
     }
     if !req.headers().contains_key(HOST)
         && let Some(a) = authority

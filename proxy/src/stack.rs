@@ -10,6 +10,7 @@
 //! A route without a filter has no layer for it. Layers fail with typed errors; the one
 //! renderer in the listener stack answers them. docs/architecture.md has the picture.
 
+mod filters;
 mod listener;
 mod route;
 

@@ -10,10 +10,13 @@ use ferry_config::{Action, Route};
 use ferry_filters::tensor_check::TensorValidationLayer;
 use ferry_filters::transcode::{TranscodeLayer, Transcoder};
 use ferry_filters::translate::OipTranslateLayer;
-use tower::{Layer, ServiceBuilder};
+use http::{Request, Response};
+use tower::ServiceBuilder;
+use tower::util::Either;
 
 use super::RouteService;
-use crate::body::StackService;
+use super::filters::Filters;
+use crate::body::{BoxError, ProxyBody};
 use crate::cluster::Cluster;
 use crate::direct::Direct;
 use crate::filter_settings;
@@ -52,6 +55,16 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
                 }))
             },
         );
+    let filters = Filters::default()
+        // [trace context]: the per-hop span and `traceparent` (tracing issue).
+        // [authorization]: who may call this route's models (mTLS issue).
+        // [rate limit, concurrency]: shed before any body is read (limits issue).
+        // Check input tensors against the model's metadata before the bytes travel; it reads
+        // the protocol the caller speaks, so it sits before translation.
+        .then(tensors)
+        // REST ⇄ gRPC: what follows (timeouts, retries) applies to the translated request.
+        .then(filter_settings::translate(r.translate.as_ref()).map(OipTranslateLayer::new))
+        .then(p.transcoder.map(TranscodeLayer::new));
     let stack = ServiceBuilder::new()
         // The route's header edits, prefix rewrite and forwarding headers; upgrades.
         .layer(RewriteLayer::new(Edits {
@@ -59,17 +72,8 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
             response: r.response_headers.clone(),
             prefix: r.prefix_rewrite.clone(),
         }))
-        // [trace context]: the per-hop span and `traceparent` (tracing issue).
-        // [authorization]: who may call this route's models (mTLS issue).
-        // [rate limit, concurrency]: shed before any body is read (limits issue).
-        // Check input tensors against the model's metadata before the bytes travel; it reads
-        // the protocol the caller speaks, so it sits before translation.
-        .layer(optional(tensors))
-        // REST ⇄ gRPC: what follows (timeouts, retries) applies to the translated request.
-        .layer(optional(
-            filter_settings::translate(r.translate.as_ref()).map(OipTranslateLayer::new),
-        ))
-        .layer(optional(p.transcoder.map(TranscodeLayer::new)))
+        // The filters above, in that order; absent ones are not there at all.
+        .layer(filters)
         .service(destination(r, p.targets, p.state, &p.labels, metrics));
     RouteService::new(stack)
 }
@@ -82,9 +86,9 @@ fn destination(
     state: &Arc<RouteState>,
     labels: &RouteLabels,
     metrics: &Arc<Metrics>,
-) -> RouteService {
+) -> Either<RouteService, Split<impl ClusterPath>> {
     if let Action::DirectResponse(direct) = &r.action {
-        return RouteService::new(Direct::new(direct));
+        return Either::Left(RouteService::new(Direct::new(direct)));
     }
     let retries = metrics.retries.get_or_create(labels).clone();
     let per_try = r.retry.as_ref().and_then(|p| p.per_try_timeout);
@@ -104,29 +108,32 @@ fn destination(
             .service(EndpointClient::new(cluster.clone()));
         (*weight, path)
     }));
-    RouteService::new(split)
+    Either::Right(split)
 }
 
-/// A layer that is there or not: present, it wraps the service (boxed, so the stack keeps one
-/// type); absent, the service is returned as it is, with nothing left to run per request.
-fn optional<L>(layer: Option<L>) -> Optional<L> {
-    Optional(layer)
-}
-
-#[derive(Debug, Clone)]
-struct Optional<L>(Option<L>);
-
-impl<L> Layer<RouteService> for Optional<L>
-where
-    L: Layer<RouteService>,
-    L::Service: StackService + Clone + Send + Sync + 'static,
+/// One cluster's path (timeout, retry, balancer, client), named for the split over them.
+trait ClusterPath:
+    tower::Service<
+        Request<ProxyBody>,
+        Response = Response<ProxyBody>,
+        Error = BoxError,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
 {
-    type Service = RouteService;
+}
 
-    fn layer(&self, inner: RouteService) -> RouteService {
-        match &self.0 {
-            Some(layer) => RouteService::from_boxed(layer.layer(inner)),
-            None => inner,
-        }
-    }
+impl<S> ClusterPath for S where
+    S: tower::Service<
+            Request<ProxyBody>,
+            Response = Response<ProxyBody>,
+            Error = BoxError,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
 }
