@@ -16,7 +16,7 @@ use http::header::{HOST, HeaderName, HeaderValue};
 use http::{HeaderMap, Request, Response, StatusCode};
 
 use crate::body::{BoxError, ProxyBody};
-use crate::headers::{self, authority_of};
+use crate::headers;
 
 /// A route's edits.
 #[derive(Debug, Default)]
@@ -120,24 +120,24 @@ where
 }
 
 fn edit_request(req: &mut Request<ProxyBody>, edits: &Edits, upgrade: bool) {
-    let authority = authority_of(req).map(|a| a.into_owned());
+    // The authority as the caller sent it, kept across the edits: reference-counted clones of
+    // the URI's authority and the Host value, not a copy of the text.
+    let uri_authority = req.uri().authority().cloned();
+    let host = req.headers().get(HOST).cloned();
+    let authority = uri_authority
+        .as_ref()
+        .map(|a| a.as_str())
+        .or_else(|| host.as_ref().and_then(|h| h.to_str().ok()));
     edit_headers(req.headers_mut(), &edits.request);
     if let Some(rewrite) = &edits.prefix {
         rewrite_prefix(req, &rewrite.from, &rewrite.to);
     }
     headers::strip_hop_by_hop(req.headers_mut(), upgrade);
     if let Some(conn) = Connection::of(req).cloned() {
-        headers::append_forwarded(
-            req.headers_mut(),
-            &conn.client,
-            "http",
-            authority.as_deref(),
-        );
+        headers::append_forwarded(req.headers_mut(), &conn.client, "http", authority);
     }
     if !req.headers().contains_key(HOST)
-        && let Some(a) = authority
-            .as_deref()
-            .and_then(|a| HeaderValue::from_str(a).ok())
+        && let Some(a) = authority.and_then(|a| HeaderValue::from_str(a).ok())
     {
         req.headers_mut().insert(HOST, a);
     }
