@@ -17,7 +17,7 @@ use ferry_config::{Cluster as ClusterConfig, Endpoints};
 use tokio::task::JoinHandle;
 
 pub use self::balance::may_eject;
-pub use self::endpoint::Endpoint;
+pub use self::endpoint::{Endpoint, InFlightOwned};
 use crate::upstream::{Transport, UpstreamClient};
 
 /// A cluster at run time.
@@ -127,6 +127,25 @@ impl Cluster {
             self.config.outlier.as_ref(),
         )
         .ok_or(PickError::NoEndpoints)
+    }
+
+    /// [`Cluster::pick`] without waiting, for clusters whose endpoints are known (static or
+    /// DNS-refreshed); `None` for original-authority clusters, which resolve per request.
+    pub fn pick_now(&self, avoid: Option<SocketAddr>) -> Option<Result<Arc<Endpoint>, PickError>> {
+        if let Endpoints::OriginalAuthority { .. } = &self.config.endpoints {
+            return None;
+        }
+        let endpoints = self.endpoints.load();
+        Some(
+            balance::pick(
+                self.config.lb,
+                &endpoints,
+                &self.next,
+                avoid,
+                self.config.outlier.as_ref(),
+            )
+            .ok_or(PickError::NoEndpoints),
+        )
     }
 
     /// Current endpoints (for the admin endpoint and tests).

@@ -55,39 +55,53 @@ impl tower::Service<Request<ProxyBody>> for Routing {
     }
 
     fn call(&mut self, req: Request<ProxyBody>) -> RouteFuture {
-        let routes = self.routes.clone();
-        Box::pin(async move {
-            let (req, model) = learn_model(&routes, req).await?;
-            let route = find(&routes.router, &req, model.as_ref())?;
-            if let (Some(model), Some(outcome)) = (model, Outcome::of(&req)) {
-                outcome.set_model(model);
-            }
-            if let Some(outcome) = Outcome::of(&req) {
-                outcome.set_route(route.clone());
-            }
-            route.service.call_ref(req).await
-        })
+        let path = req.uri().path();
+        let model = model_name::from_oip_path(path);
+        // OIP gRPC calls name their model in the first message, which arrives with the
+        // headers, so reading it costs no extra wait and lets logs and metrics name the model.
+        let oip_grpc =
+            model_name::is_oip_grpc_model_method(path) && headers::is_grpc(req.headers());
+        if model.is_none() && (self.routes.router.uses_model() || oip_grpc) {
+            // The body must be read first: the rare path, boxed.
+            let routes = self.routes.clone();
+            return Box::pin(async move {
+                let (req, model) = sniff_model(&routes, req).await?;
+                dispatch(&routes, req, model)?.await
+            });
+        }
+        // No body to read: the route's own future is the whole answer.
+        match dispatch(&self.routes, req, model) {
+            Ok(answer) => answer,
+            Err(failure) => Box::pin(std::future::ready(Err(failure.into()))),
+        }
     }
 }
 
-/// Finds the model (path first; the body only when worth it).
-async fn learn_model(
+/// Finds the route, records it and the model, and calls the route's stack.
+fn dispatch(
+    routes: &Routes,
+    req: Request<ProxyBody>,
+    model: Option<model_name::ModelRef>,
+) -> Result<BoxFuture, Failure> {
+    let route = find(&routes.router, &req, model.as_ref())?;
+    if let Some(outcome) = Outcome::of(&req) {
+        if let Some(model) = model {
+            outcome.set_model(model);
+        }
+        outcome.set_route(route.clone());
+    }
+    Ok(route.service.call_ref(req))
+}
+
+/// Reads the model from the body (the first gRPC message or the JSON `model`), replaying
+/// every byte read.
+async fn sniff_model(
     routes: &Routes,
     req: Request<ProxyBody>,
 ) -> Result<(Request<ProxyBody>, Option<model_name::ModelRef>), Failure> {
-    let path = req.uri().path();
-    let mut model = model_name::from_oip_path(path);
-    // OIP gRPC calls name their model in the first message, which arrives with the headers,
-    // so reading it costs no extra wait and lets logs and metrics name the model.
-    let oip_grpc = model_name::is_oip_grpc_model_method(path) && headers::is_grpc(req.headers());
-    let mut req = req;
-    if model.is_none() && (routes.router.uses_model() || oip_grpc) {
-        let (parts, body) = req.into_parts();
-        let (found, replay) = sniff::model(&parts, body, routes.model_sniff_bytes).await?;
-        model = found;
-        req = Request::from_parts(parts, replay);
-    }
-    Ok((req, model))
+    let (parts, body) = req.into_parts();
+    let (found, replay) = sniff::model(&parts, body, routes.model_sniff_bytes).await?;
+    Ok((Request::from_parts(parts, replay), found))
 }
 
 fn find(

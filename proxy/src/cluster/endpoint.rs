@@ -1,8 +1,8 @@
 //! One upstream endpoint: its load (in-flight requests, peak-EWMA latency) and outlier state.
 
 use std::net::SocketAddr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferry_config::OutlierDetection;
@@ -42,6 +42,16 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// [`InFlight`] that owns its endpoint (for futures that outlive a borrow).
+#[derive(Debug)]
+pub struct InFlightOwned(Arc<Endpoint>);
+
+impl Drop for InFlightOwned {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 // === impl Endpoint ===
 
 impl Endpoint {
@@ -59,6 +69,12 @@ impl Endpoint {
                 ejections: 0,
             }),
         }
+    }
+
+    /// Counts a request in flight until the returned guard drops.
+    pub fn start_owned(self: &Arc<Self>) -> InFlightOwned {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlightOwned(self.clone())
     }
 
     /// Counts a request in flight until the guard drops.

@@ -4,18 +4,19 @@
 //! in-flight count, consecutive failures toward outlier ejection. Send errors become the
 //! typed [`Failure`] the caller is answered with (503 / UNAVAILABLE, 502).
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response};
 use prometheus_client::metrics::counter::Counter;
-use tower::ServiceExt;
 
 use super::client::{Dispatch, DispatchFuture};
-use crate::body::{BoxError, BoxFuture, ProxyBody};
-use crate::cluster::{Cluster, Endpoint};
+use crate::body::{BoxError, ProxyBody};
+use crate::cluster::{Cluster, Endpoint, InFlightOwned};
 use crate::failure::Failure;
 use crate::headers::{self, authority_of};
 use crate::metrics::{ClusterLabels, Metrics, Name};
@@ -100,70 +101,193 @@ where
 {
     type Response = Response<ProxyBody>;
     type Error = BoxError;
-    type Future = BoxFuture;
+    type Future = ResponseFuture;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request<ProxyBody>) -> Self::Future {
-        let shared = self.shared.clone();
-        let client = self.inner.clone();
-        Box::pin(async move { shared.attempt(client, req).await.map_err(Into::into) })
+    fn call(&mut self, req: Request<ProxyBody>) -> ResponseFuture {
+        let avoid = req.extensions().get::<Avoid>().map(|a| a.0);
+        match self.shared.cluster.pick_now(avoid) {
+            // Known endpoints: the attempt starts now, in a future written out (no box of
+            // its own: it runs for every request).
+            Some(Ok(endpoint)) => match self.shared.start(&mut self.inner, endpoint, req) {
+                Ok(sending) => ResponseFuture::Sending { sending },
+                Err(failure) => ResponseFuture::Done {
+                    failure: Some(failure),
+                },
+            },
+            Some(Err(e)) => ResponseFuture::Done {
+                failure: Some(self.shared.unavailable(e.to_string())),
+            },
+            // Original-authority clusters resolve the request's authority first.
+            None => {
+                let shared = self.shared.clone();
+                let mut client = self.inner.clone();
+                ResponseFuture::Resolving {
+                    resolving: Box::pin(async move {
+                        let endpoint = shared
+                            .cluster
+                            .pick(authority_of(&req).as_deref(), avoid)
+                            .await
+                            .map_err(|e| shared.unavailable(e.to_string()))?;
+                        shared.start(&mut client, endpoint, req)?.await
+                    }),
+                }
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt in flight.
+    #[project = ResponseProj]
+    pub enum ResponseFuture {
+        /// Sending on a chosen endpoint.
+        Sending { #[pin] sending: Sending },
+        /// Resolving the endpoint first (rare), then sending.
+        Resolving {
+            resolving: Pin<Box<dyn Future<Output = Result<Response<ProxyBody>, Failure>> + Send>>,
+        },
+        /// Failed before sending.
+        Done { failure: Option<Failure> },
+    }
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<Response<ProxyBody>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            ResponseProj::Sending { sending } => sending.poll(cx).map_err(Into::into),
+            ResponseProj::Resolving { resolving } => {
+                resolving.as_mut().poll(cx).map_err(Into::into)
+            }
+            ResponseProj::Done { failure } => Poll::Ready(Err(failure
+                .take()
+                .unwrap_or_else(|| Failure::BadGateway("attempt polled after completion".into()))
+                .into())),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An attempt on a chosen endpoint: the send, bounded by `per_try_timeout` when set, and
+    /// the endpoint's bookkeeping when it ends.
+    pub struct Sending {
+        #[pin]
+        send: MaybeTimeout,
+        endpoint: Arc<Endpoint>,
+        in_flight: Option<InFlightOwned>,
+        sent: Instant,
+        attempt: u32,
+        outcome: Option<Arc<Outcome>>,
+        shared: Arc<Shared>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = MaybeTimeoutProj]
+    enum MaybeTimeout {
+        Plain { send: DispatchFuture },
+        Timed { #[pin] send: tokio::time::Timeout<DispatchFuture>, timeout: Duration },
+    }
+}
+
+impl Future for Sending {
+    type Output = Result<Response<ProxyBody>, Failure>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = match this.send.project() {
+            MaybeTimeoutProj::Plain { send } => Ok(ready!(send.as_mut().poll(cx))),
+            MaybeTimeoutProj::Timed { send, timeout } => {
+                ready!(send.poll(cx)).map_err(|_| *timeout)
+            }
+        };
+        drop(this.in_flight.take());
+        Poll::Ready(this.shared.finish(
+            this.endpoint,
+            *this.sent,
+            *this.attempt,
+            this.outcome.as_deref(),
+            result,
+        ))
     }
 }
 
 // === impl Shared ===
 
 impl Shared {
-    async fn attempt<S>(
-        &self,
-        client: S,
+    fn unavailable(&self, reason: String) -> Failure {
+        Failure::Unavailable {
+            cluster: self.cluster.name.to_string(),
+            reason,
+            connect: false,
+        }
+    }
+
+    /// Starts an attempt on `endpoint`.
+    fn start<S>(
+        self: &Arc<Self>,
+        client: &mut S,
+        endpoint: Arc<Endpoint>,
         req: Request<ProxyBody>,
-    ) -> Result<Response<ProxyBody>, Failure>
+    ) -> Result<Sending, Failure>
     where
-        S: tower::Service<
-                Dispatch,
-                Response = Response<ProxyBody>,
-                Error = SendError,
-                Future = DispatchFuture,
-            >,
+        S: tower::Service<Dispatch, Error = SendError, Future = DispatchFuture>,
     {
-        let cluster = &self.cluster;
-        let avoid = req.extensions().get::<Avoid>().map(|a| a.0);
         let attempt = req.extensions().get::<Attempt>().map_or(1, |a| a.0);
         let outcome = Outcome::of(&req).cloned();
-        let endpoint = cluster
-            .pick(authority_of(&req).as_deref(), avoid)
-            .await
-            .map_err(|e| Failure::Unavailable {
-                cluster: cluster.name.to_string(),
-                reason: e.to_string(),
-                connect: false,
-            })?;
         let grpc = headers::is_grpc(req.headers());
-        let wire = cluster
+        let wire = self
+            .cluster
             .client
             .wire_for(grpc, headers::is_upgrade(req.headers()));
         if grpc && wire == Wire::Http1 {
             return Err(Failure::BadGateway(format!(
                 "gRPC needs HTTP/2 but cluster {:?} is http1",
-                cluster.name
+                self.cluster.name
             )));
         }
-        let in_flight = endpoint.start();
+        let in_flight = endpoint.start_owned();
         let sent = Instant::now();
-        let send = client.oneshot(Dispatch {
+        // The client is always ready (it sheds nothing; a connect failure is its answer).
+        let send = client.call(Dispatch {
             endpoint: endpoint.clone(),
             wire,
             request: req,
         });
-        let result = match self.per_try_timeout {
-            Some(t) => tokio::time::timeout(t, send).await.map_err(|_| t),
-            None => Ok(send.await),
+        let send = match self.per_try_timeout {
+            Some(t) => MaybeTimeout::Timed {
+                send: tokio::time::timeout(t, send),
+                timeout: t,
+            },
+            None => MaybeTimeout::Plain { send },
         };
-        drop(in_flight);
-        if let Some(outcome) = &outcome {
+        Ok(Sending {
+            send,
+            endpoint,
+            in_flight: Some(in_flight),
+            sent,
+            attempt,
+            outcome,
+            shared: self.clone(),
+        })
+    }
+
+    /// The endpoint's bookkeeping for a finished attempt, and the attempt's answer.
+    fn finish(
+        &self,
+        endpoint: &Endpoint,
+        sent: Instant,
+        attempt: u32,
+        outcome: Option<&Outcome>,
+        result: Result<Result<Response<ProxyBody>, SendError>, Duration>,
+    ) -> Result<Response<ProxyBody>, Failure> {
+        let cluster = &self.cluster;
+        if let Some(outcome) = outcome {
             outcome.set_forwarded(Forwarded {
                 cluster: cluster.name.clone(),
                 endpoint: endpoint.addr,
@@ -177,15 +301,15 @@ impl Shared {
                 endpoint.observe_latency(elapsed);
                 cluster.upstream_duration.observe(elapsed.as_secs_f64());
                 if resp.status().is_server_error() {
-                    self.record_failure(&endpoint);
+                    self.record_failure(endpoint);
                 } else {
                     endpoint.success();
                 }
                 Ok(resp)
             }
-            Ok(Err(e)) => Err(self.send_failure(&endpoint, e)),
+            Ok(Err(e)) => Err(self.send_failure(endpoint, e)),
             Err(t) => {
-                self.record_failure(&endpoint);
+                self.record_failure(endpoint);
                 Err(Failure::Timeout {
                     cluster: cluster.name.to_string(),
                     timeout_ms: t.as_millis(),

@@ -19,6 +19,7 @@ use crate::body::{BoxError, BoxFuture, Peeked, ProxyBody, StackService};
 use crate::failure::Failure;
 use crate::headers;
 use crate::request_meta::Outcome;
+use crate::route::RouteService;
 
 /// Tower layer retrying under a policy and a shared budget.
 #[derive(Debug, Clone)]
@@ -26,10 +27,11 @@ pub struct RetryLayer {
     shared: Arc<Shared>,
 }
 
-/// The service made by [`RetryLayer`].
+/// The service made by [`RetryLayer`]. Its inner service is boxed: attempts are awaited in a
+/// loop, which needs a nameable future (retrying routes pay one allocation per attempt).
 #[derive(Debug, Clone)]
-pub struct Retry<S> {
-    inner: S,
+pub struct Retry {
+    inner: RouteService,
     shared: Arc<Shared>,
 }
 
@@ -65,12 +67,20 @@ impl RetryLayer {
     }
 }
 
-impl<S> tower::Layer<S> for RetryLayer {
-    type Service = Retry<S>;
+impl<S> tower::Layer<S> for RetryLayer
+where
+    S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Service = Retry;
 
-    fn layer(&self, inner: S) -> Retry<S> {
+    fn layer(&self, inner: S) -> Retry {
         Retry {
-            inner,
+            inner: RouteService::new(inner),
             shared: self.shared.clone(),
         }
     }
@@ -78,10 +88,7 @@ impl<S> tower::Layer<S> for RetryLayer {
 
 // === impl Retry ===
 
-impl<S> tower::Service<Request<ProxyBody>> for Retry<S>
-where
-    S: StackService + Clone + Send + 'static,
-{
+impl tower::Service<Request<ProxyBody>> for Retry {
     type Response = Response<ProxyBody>;
     type Error = BoxError;
     type Future = BoxFuture;
