@@ -80,8 +80,16 @@ where
         // The ready clone stays here for the call; the next caller polls a fresh one.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let probe = self.inner.clone();
         let translator = self.translator.clone();
+        if !translator.may_probe() {
+            // Most routes never probe: a smaller future without the probe's machinery.
+            return Box::pin(async move {
+                let (req, pending) = translator.try_request(req).await?;
+                let resp = inner.call(req).await.map_err(Into::into)?;
+                Ok(pending.try_response(resp).await?)
+            });
+        }
+        let probe = self.inner.clone();
         Box::pin(async move {
             // Boxed with a named type: rustc cannot prove `Send` for the inner service's future
             // through an inferred closure future (higher-ranked lifetime inference).

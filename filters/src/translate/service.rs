@@ -104,6 +104,13 @@ impl Translator {
         self.translate(req, binary)
     }
 
+    /// Whether [`Translator::try_request_probing`] may ever probe on this route (gRPC → REST
+    /// with `upstream_binary: auto`); otherwise it is [`Translator::try_request`].
+    pub fn may_probe(&self) -> bool {
+        self.settings.direction == Direction::GrpcToRest
+            && self.settings.upstream_binary == UpstreamBinary::Auto
+    }
+
     /// Like [`Translator::request`], but learning the upstream's binary support first (see
     /// [`Translator::try_request_probing`]).
     pub async fn request_probing<B, F, Fut, RB>(
@@ -143,8 +150,7 @@ impl Translator {
         RB: Body<Data = Bytes> + Send + 'static,
         RB::Error: Into<BoxError>,
     {
-        let wants_probe = self.settings.direction == Direction::GrpcToRest
-            && self.settings.upstream_binary == UpstreamBinary::Auto
+        let wants_probe = self.may_probe()
             && req.uri().path().strip_prefix(SERVICE_PATH) == Some(Rpc::ModelInfer.method_name());
         if !wants_probe {
             return self.try_request(req).await;
