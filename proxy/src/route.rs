@@ -12,6 +12,34 @@ use crate::cluster::Cluster;
 use crate::metrics::RouteRequests;
 use crate::state::RouteState;
 
+/// What [`RouteService::new`] can erase: a stack service that can be shared between requests
+/// (a trait alias: the bound, written once).
+pub trait ShareableService:
+    tower::Service<
+        Request<ProxyBody>,
+        Response = Response<ProxyBody>,
+        Error = BoxError,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> ShareableService for S where
+    S: tower::Service<
+            Request<ProxyBody>,
+            Response = Response<ProxyBody>,
+            Error = BoxError,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// A route's stack (or a part of it) behind one type, so routes with different layers share
 /// the route table. Unlike `tower::util::BoxCloneSyncService`, it is called through `&self`
 /// (the routing layer holds routes in an `Arc`d table: no per-request clone of a boxed
@@ -40,12 +68,7 @@ impl RouteService {
     /// Erases `service`'s type, boxing its futures.
     pub fn new<S>(service: S) -> Self
     where
-        S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send + 'static,
+        S: ShareableService,
     {
         RouteService(Arc::new(Boxing(service)))
     }
@@ -86,12 +109,7 @@ impl tower::Service<Request<ProxyBody>> for RouteService {
 
 impl<S> CallShared for Boxing<S>
 where
-    S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
+    S: ShareableService,
 {
     fn call_shared(&self, req: Request<ProxyBody>) -> BoxFuture {
         Box::pin(self.0.clone().call(req))

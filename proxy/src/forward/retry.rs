@@ -19,7 +19,7 @@ use crate::body::{BoxError, BoxFuture, Peeked, ProxyBody, StackService};
 use crate::failure::Failure;
 use crate::headers;
 use crate::request_meta::Outcome;
-use crate::route::RouteService;
+use crate::route::{RouteService, ShareableService};
 
 /// Tower layer retrying under a policy and a shared budget.
 #[derive(Debug, Clone)]
@@ -69,12 +69,7 @@ impl RetryLayer {
 
 impl<S> tower::Layer<S> for RetryLayer
 where
-    S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
+    S: ShareableService,
 {
     type Service = Retry;
 

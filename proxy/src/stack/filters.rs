@@ -9,7 +9,7 @@ use http::{Request, Response};
 use tower::Layer;
 
 use crate::body::{BoxError, BoxFuture, ProxyBody, StackService};
-use crate::route::RouteService;
+use crate::route::{RouteService, ShareableService};
 
 type Wrap = Box<dyn Fn(RouteService) -> RouteService + Send + Sync>;
 
@@ -46,12 +46,7 @@ impl Filters {
 
 impl<S> Layer<S> for Filters
 where
-    S: tower::Service<Request<ProxyBody>, Response = Response<ProxyBody>, Error = BoxError>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
+    S: ShareableService,
 {
     type Service = Filtered<S>;
 

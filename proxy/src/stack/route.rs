@@ -10,19 +10,18 @@ use ferry_config::{Action, Route};
 use ferry_filters::tensor_check::TensorValidationLayer;
 use ferry_filters::transcode::{TranscodeLayer, Transcoder};
 use ferry_filters::translate::OipTranslateLayer;
-use http::{Request, Response};
 use tower::ServiceBuilder;
 use tower::util::Either;
 
 use super::RouteService;
 use super::filters::Filters;
-use crate::body::{BoxError, ProxyBody};
 use crate::cluster::Cluster;
 use crate::direct::Direct;
 use crate::filter_settings;
 use crate::forward::{BalanceLayer, EndpointClient, RetryLayer, Split, TimeoutLayer};
 use crate::metrics::{Metrics, RouteLabels};
 use crate::rewrite::{Edits, RewriteLayer};
+use crate::route::ShareableService;
 use crate::state::RouteState;
 
 /// What a route's stack is built from.
@@ -86,7 +85,7 @@ fn destination(
     state: &Arc<RouteState>,
     labels: &RouteLabels,
     metrics: &Arc<Metrics>,
-) -> Either<RouteService, Split<impl ClusterPath>> {
+) -> Either<RouteService, Split<impl ShareableService>> {
     if let Action::DirectResponse(direct) = &r.action {
         return Either::Left(RouteService::new(Direct::new(direct)));
     }
@@ -109,31 +108,4 @@ fn destination(
         (*weight, path)
     }));
     Either::Right(split)
-}
-
-/// One cluster's path (timeout, retry, balancer, client), named for the split over them.
-trait ClusterPath:
-    tower::Service<
-        Request<ProxyBody>,
-        Response = Response<ProxyBody>,
-        Error = BoxError,
-        Future: Send + 'static,
-    > + Clone
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<S> ClusterPath for S where
-    S: tower::Service<
-            Request<ProxyBody>,
-            Response = Response<ProxyBody>,
-            Error = BoxError,
-            Future: Send + 'static,
-        > + Clone
-        + Send
-        + Sync
-        + 'static
-{
 }
