@@ -190,3 +190,6 @@ impl fmt::Display for TrustDomain {
         f.write_str(&self.0)
     }
 }
+
+#[cfg(test)]
+mod tests;
