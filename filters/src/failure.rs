@@ -2,7 +2,7 @@
 //! caller's answer.
 //!
 //! Layers fail with their own typed errors (`TranslateError`, `TranscodeError`,
-//! [`BodyTooLarge`], the proxy's failures) boxed as [`BoxError`]. Each implements [`Classify`]:
+//! [`BodyTooLarge`], [`PermissionDenied`], the proxy's failures) boxed as [`BoxError`]. Each implements [`Classify`]:
 //! which side failed (client, proxy, upstream), the HTTP status and gRPC code the caller gets,
 //! a short metric/log reason and whether a retry may help. [`RenderErrorsLayer`], at the top of
 //! a stack, walks the error's `source()` chain to the first classified error and renders it
@@ -20,6 +20,7 @@ use http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, HeaderVa
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 
+use crate::authorization::PermissionDenied;
 use crate::body_limit::BodyTooLarge;
 use crate::transcode::TranscodeError;
 use crate::translate::{BoxError, TranslateBody, TranslateError, code};
@@ -71,6 +72,9 @@ pub fn classify_filters<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a dyn Clas
         return Some(e);
     }
     if let Some(e) = e.downcast_ref::<BodyTooLarge>() {
+        return Some(e);
+    }
+    if let Some(e) = e.downcast_ref::<PermissionDenied>() {
         return Some(e);
     }
     None
@@ -191,6 +195,22 @@ impl Classify for BodyTooLarge {
     }
     fn reason(&self) -> &'static str {
         "body_too_large"
+    }
+}
+
+// The answer says only "permission denied": which identity and which rule stay in the log.
+impl Classify for PermissionDenied {
+    fn side(&self) -> Side {
+        Side::Client
+    }
+    fn http_status(&self) -> StatusCode {
+        StatusCode::FORBIDDEN
+    }
+    fn grpc_code(&self) -> u32 {
+        code::PERMISSION_DENIED
+    }
+    fn reason(&self) -> &'static str {
+        "permission_denied"
     }
 }
 

@@ -3,6 +3,7 @@
 //! Nothing here knows about listeners, sockets or the config file: each module takes its own
 //! small settings type, and the proxy wires config into them.
 
+pub mod authorization;
 pub mod body_limit;
 pub mod connection;
 pub mod failure;
