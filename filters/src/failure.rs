@@ -99,7 +99,8 @@ pub fn find<'a>(
 pub fn is_grpc(headers: &HeaderMap) -> bool {
     headers
         .get(CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"))
 }
 
 /// The answer for a classified error: JSON for HTTP callers, trailers-only for gRPC callers.

@@ -138,7 +138,7 @@ impl TensorValidator {
         RB::Error: Into<BoxError>,
     {
         let req = req.map(|b| b.map_err(Into::into).boxed_unsync());
-        let grpc = inspect::is_grpc(req.headers());
+        let grpc = crate::failure::is_grpc(req.headers());
         let limit = self.settings.max_checked_bytes.0;
         let (req, infer) = match inspect::inspect(req, limit).await? {
             Inspected::Pass(req) => {

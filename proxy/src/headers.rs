@@ -129,13 +129,7 @@ pub fn new_request_id() -> HeaderValue {
     value
 }
 
-/// Whether the request is gRPC (`content-type: application/grpc[+proto|...]`).
-pub fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/grpc"))
-}
+pub use ferry_filters::failure::is_grpc;
 
 /// Whether an HTTP/1.1 request asks to switch protocols (e.g. WebSocket).
 pub fn is_upgrade(headers: &HeaderMap) -> bool {

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use ferry_filters::connection::Connection;
 use ferry_filters::failure;
+use futures_util::future::Either;
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -309,17 +310,21 @@ impl ConnService {
             .map(|l| l.service.clone());
         let grpc = failure::is_grpc(req.headers());
         let gauge = self.active_requests.clone();
-        let listener = self.conn.listener.clone();
-        async move {
-            let resp = match service {
-                Some(mut service) => service
-                    .call(req)
-                    .await
-                    .unwrap_or_else(|e| failure::render_error(e.as_ref(), CLASSIFIERS, grpc)),
-                // The listener was removed by a reload while this connection was open.
-                None => failure::render(&Failure::ListenerGone(listener.to_string()), grpc),
-            };
+        let Some(mut service) = service else {
+            // The listener was removed by a reload while this connection was open.
+            let gone =
+                failure::render(&Failure::ListenerGone(self.conn.listener.to_string()), grpc);
+            return Either::Right(std::future::ready(
+                Ok(gone.map(|b| track(b, gauge, active))),
+            ));
+        };
+        Either::Left(async move {
+            // The stack renders its own errors; rendering here only backs that up.
+            let resp = service
+                .call(req)
+                .await
+                .unwrap_or_else(|e| failure::render_error(e.as_ref(), CLASSIFIERS, grpc));
             Ok(resp.map(|b| track(b, gauge, active)))
-        }
+        })
     }
 }

@@ -83,11 +83,6 @@ impl Outcome {
         let _ = self.model.set(model);
     }
 
-    /// The model the request names, once routing learned it.
-    pub fn model(&self) -> Option<&ModelRef> {
-        self.model.get()
-    }
-
     /// Records an attempt's destination and time (the last attempt wins).
     pub fn set_forwarded(&self, forwarded: Forwarded) {
         if let Ok(mut slot) = self.forwarded.lock() {

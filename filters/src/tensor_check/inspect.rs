@@ -5,11 +5,11 @@
 use std::collections::VecDeque;
 
 use bytes::Bytes;
-use http::header::CONTENT_TYPE;
-use http::{HeaderMap, Method, Request};
+use http::{Method, Request};
 use http_body_util::BodyExt;
 use prost::Message;
 
+use crate::failure::is_grpc;
 use crate::translate::json_in::{self, reader::Reader};
 use crate::translate::pb::SERVICE_PATH;
 use crate::translate::{
@@ -57,14 +57,6 @@ pub(super) enum Inspected {
     Pass(Request<TranslateBody>),
     /// An infer request; the body is replayed from what was read.
     Infer(Request<TranslateBody>, Infer),
-}
-
-/// Whether the request is gRPC.
-pub(super) fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/grpc"))
 }
 
 /// Reads the request's tensor declarations if it is an infer request.

@@ -17,7 +17,7 @@ use super::request;
 use super::response::{Deframer, Shape, StreamFormat, check_status};
 use super::rules::RuleIndex;
 use super::stream::JsonStream;
-use crate::failure::json_answer;
+use crate::failure::{is_grpc, json_answer};
 use crate::translate::grpc_frame::{frame, unframe};
 use crate::translate::{
     BoxError, ChunksBody, TranslateBody, TranslateError, boxed, collect, grpc_status,
@@ -261,13 +261,6 @@ fn upstream_ok(
         check_status(Some(status))?;
     }
     Ok((parts, body))
-}
-
-fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/grpc"))
 }
 
 /// Headers that describe the old body or protocol do not cross the translation.

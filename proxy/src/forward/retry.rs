@@ -37,7 +37,7 @@ pub struct Retry {
 
 #[derive(Debug)]
 struct Shared {
-    policy: Option<RetryPolicy>,
+    policy: RetryPolicy,
     budget: Option<Arc<TpsBudget>>,
     retries: Counter,
 }
@@ -50,13 +50,9 @@ enum Verdict {
 }
 
 impl RetryLayer {
-    /// Retries under `policy` (`None`: one attempt), withdrawing from `budget`; `retries`
+    /// Retries under `policy`, withdrawing from `budget`; `retries`
     /// counts them (`ferry_retries_total` of the route).
-    pub fn new(
-        policy: Option<RetryPolicy>,
-        budget: Option<Arc<TpsBudget>>,
-        retries: Counter,
-    ) -> Self {
+    pub fn new(policy: RetryPolicy, budget: Option<Arc<TpsBudget>>, retries: Counter) -> Self {
         RetryLayer {
             shared: Arc::new(Shared {
                 policy,
@@ -96,12 +92,8 @@ impl tower::Service<Request<ProxyBody>> for Retry {
         if let Some(budget) = &self.shared.budget {
             budget.deposit();
         }
-        let policy = self
-            .shared
-            .policy
-            .as_ref()
-            .filter(|p| p.attempts > 1 && !headers::is_upgrade(req.headers()));
-        if policy.is_none() {
+        // An upgrade's body is the rest of the connection: never held for a replay.
+        if self.shared.policy.attempts <= 1 || headers::is_upgrade(req.headers()) {
             return self.inner.call(req);
         }
         let shared = self.shared.clone();
@@ -121,9 +113,7 @@ impl Shared {
     where
         S: StackService,
     {
-        let Some(policy) = &self.policy else {
-            return inner.call(req).await;
-        };
+        let policy = &self.policy;
         let (parts, body) = req.into_parts();
         let mut peeked = Peeked::read_small(body, policy.max_body_bytes as usize)
             .await
@@ -138,7 +128,8 @@ impl Shared {
         let mut avoid = None;
         for attempt in 1..max_attempts {
             // A retry may follow, so this attempt sends a copy of the head.
-            let req = copy(&parts, peeked.replay(), attempt, avoid);
+            let req = copy(&parts, peeked.replay(), outcome.as_ref());
+            let req = mark(req, attempt, avoid);
             match judge(&policy.on, inner.call(req).await) {
                 Verdict::Done(answer) => return answer,
                 Verdict::Again(answer) => {
@@ -152,29 +143,38 @@ impl Shared {
             }
         }
         // The last possible attempt takes the head itself: only retries pay for a copy.
-        let mut req = Request::from_parts(parts, peeked.replay());
-        req.extensions_mut().insert(Attempt(max_attempts));
-        if let Some(avoid) = avoid {
-            req.extensions_mut().insert(avoid);
-        }
+        let req = mark(
+            Request::from_parts(parts, peeked.replay()),
+            max_attempts,
+            avoid,
+        );
         match judge(&policy.on, inner.call(req).await) {
             Verdict::Done(answer) | Verdict::Again(answer) => answer,
         }
     }
 }
 
+/// A copy of the head for one attempt. Of the extensions only the request's `Outcome` goes
+/// along: the layers below (balancer, client) read nothing else, and cloning the whole map
+/// would allocate a box per entry for every attempt.
 fn copy(
     parts: &http::request::Parts,
     body: ProxyBody,
-    attempt: u32,
-    avoid: Option<Avoid>,
+    outcome: Option<&Arc<Outcome>>,
 ) -> Request<ProxyBody> {
     let mut req = Request::new(body);
     *req.method_mut() = parts.method.clone();
     *req.uri_mut() = parts.uri.clone();
     *req.version_mut() = parts.version;
     *req.headers_mut() = parts.headers.clone();
-    *req.extensions_mut() = parts.extensions.clone();
+    if let Some(outcome) = outcome {
+        req.extensions_mut().insert(outcome.clone());
+    }
+    req
+}
+
+/// Tells the balancer which attempt this is and which endpoint to avoid.
+fn mark(mut req: Request<ProxyBody>, attempt: u32, avoid: Option<Avoid>) -> Request<ProxyBody> {
     req.extensions_mut().insert(Attempt(attempt));
     if let Some(avoid) = avoid {
         req.extensions_mut().insert(avoid);

@@ -100,7 +100,7 @@ fn destination(
             )
             // Retries within the route's budget; only with a retry policy.
             .option_layer(r.retry.as_ref().map(|policy| {
-                RetryLayer::new(Some(policy.clone()), state.budget.clone(), retries.clone())
+                RetryLayer::new(policy.clone(), state.budget.clone(), retries.clone())
             }))
             // The endpoint for each attempt, its health and the attempt's own deadline.
             .layer(BalanceLayer::new(cluster.clone(), per_try, metrics))
