@@ -10,8 +10,8 @@ use crate::defaults;
 use crate::effective::finish;
 use crate::ir::{
     Action, Admin, Cluster, Config, Endpoints, HeaderEdits, LbPolicy, Listener, ListenerLimits,
-    OutlierDetection, Route, RouteMatch, Runtime, Translate, TranslateDirection, UpstreamBinary,
-    UpstreamProtocol, WeightedCluster,
+    ListenerTls, OutlierDetection, Route, RouteMatch, Runtime, Translate, TranslateDirection,
+    UpstreamBinary, UpstreamProtocol, WeightedCluster,
 };
 use crate::validate::Parts;
 
@@ -38,6 +38,7 @@ pub fn default_config() -> Config {
             address: defaults::ADMIN_ADDRESS,
         },
         runtime: runtime(),
+        identity: None,
         listeners: vec![
             listener("inbound", SocketAddr::from(([0, 0, 0, 0], 15006)), "local"),
             listener("outbound", loopback(15001), "passthrough"),
@@ -78,6 +79,7 @@ pub fn one_route_translate_config(
             address: admin.unwrap_or(defaults::ADMIN_ADDRESS),
         },
         runtime: runtime(),
+        identity: None,
         listeners: vec![main],
         clusters: vec![cluster(
             "upstream",
@@ -116,6 +118,7 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             retry: None,
             translate: None,
             validate_tensors: None,
+            authorization: None,
         }],
         limits: ListenerLimits {
             max_request_headers_bytes: defaults::MAX_REQUEST_HEADERS_BYTES,
@@ -124,6 +127,8 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             idle_timeout: Some(defaults::LISTENER_IDLE_TIMEOUT),
             request_headers_timeout: None,
         },
+        tls: ListenerTls::default(),
+        authorization: None,
     }
 }
 
@@ -135,6 +140,7 @@ fn cluster(name: &str, endpoints: Endpoints, lb: LbPolicy) -> Cluster {
         lb,
         connect_timeout: defaults::CONNECT_TIMEOUT,
         idle_timeout: defaults::CLUSTER_IDLE_TIMEOUT,
+        tls: None,
         outlier: Some(OutlierDetection {
             consecutive_failures: defaults::OUTLIER_CONSECUTIVE_FAILURES,
             base_ejection: defaults::OUTLIER_EJECTION,

@@ -64,3 +64,5 @@ pub const TRANSLATE_MAX_DECODED_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Default time fetched model metadata is trusted before `validate_tensors` fetches it again.
 pub const TENSOR_METADATA_REFRESH: Duration = Duration::from_secs(30);
+/// A TLS handshake not finished within this is abandoned.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -37,6 +37,7 @@ pub(crate) fn finish(parts: Parts) -> Config {
         runtime: parts.runtime,
         listeners: parts.listeners,
         clusters: parts.clusters,
+        identity: parts.identity,
         version,
         effective_json: Arc::new(effective),
     }

@@ -13,6 +13,7 @@ use std::time::Duration;
 mod cluster;
 mod route;
 mod tensors;
+mod tls;
 mod translate;
 
 pub use cluster::{Cluster, Endpoints, HostPort, LbPolicy, OutlierDetection, UpstreamProtocol};
@@ -22,6 +23,10 @@ pub use route::{
     WeightedCluster,
 };
 pub use tensors::{ModelTensors, TensorMetadataSource, TensorSpec, ValidateTensors};
+pub use tls::{
+    Authorization, AuthzDecision, AuthzRule, ClusterTls, Identity, IdentityMatcher, ListenerTls,
+    ModelNameMatcher, TlsMode,
+};
 pub use translate::{
     DescriptorTranscode, StreamingFormat, Translate, TranslateDirection, UpstreamBinary,
 };
@@ -37,6 +42,9 @@ pub struct Config {
     pub listeners: Vec<Listener>,
     /// Upstream clusters, in file order. Names are unique; every route reference resolves.
     pub clusters: Vec<Cluster>,
+    /// This workload's certificate for mutual TLS; `None` = no identity (no TLS listener in
+    /// strict/permissive mode and no mesh cluster may then exist).
+    pub identity: Option<Identity>,
     /// Hex digest (SHA-256 or similar stable hash) of the canonical config, shown in
     /// `/config_dump` and logs so operators can tell which config is live.
     pub version: String,
@@ -71,6 +79,11 @@ pub struct Listener {
     pub routes: Vec<Route>,
     /// Request limits applied before routing.
     pub limits: ListenerLimits,
+    /// TLS termination. Default disabled.
+    pub tls: ListenerTls,
+    /// Authorization of every request on this listener (before routing, so model-scoped rules
+    /// see the model only when routing already knows it); `None` = none.
+    pub authorization: Option<Authorization>,
 }
 
 /// Limits applied by a listener to each request.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::defaults;
 use crate::error::ConfigError;
-use crate::ir::{Admin, Cluster, Listener, ListenerLimits, Runtime};
+use crate::ir::{Admin, Cluster, Listener, ListenerLimits, ListenerTls, Runtime};
 use crate::raw::{DurationText, RawConfig, RawListener, SocketAddrText};
 use crate::yaml::PosIndex;
 
@@ -105,6 +105,7 @@ pub(crate) struct Parts {
     pub(crate) runtime: Runtime,
     pub(crate) listeners: Vec<Listener>,
     pub(crate) clusters: Vec<Cluster>,
+    pub(crate) identity: Option<crate::ir::Identity>,
 }
 
 /// Validates a whole file; errors are left in `ctx`.
@@ -157,6 +158,7 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig) -> Parts {
         },
         listeners,
         clusters,
+        identity: None,
     }
 }
 
@@ -204,6 +206,8 @@ fn listeners(
             address: address.unwrap_or(defaults::ADMIN_ADDRESS),
             routes,
             limits,
+            tls: ListenerTls::default(),
+            authorization: None,
         });
     }
     out

@@ -21,6 +21,8 @@ pub struct Cluster {
     pub idle_timeout: Duration,
     /// Passive outlier detection; `None` = off. Default on (5 failures, 10s).
     pub outlier: Option<OutlierDetection>,
+    /// TLS to the endpoints; `None` = plaintext.
+    pub tls: Option<super::ClusterTls>,
 }
 
 /// Where a cluster's endpoints come from.

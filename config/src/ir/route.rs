@@ -33,6 +33,9 @@ pub struct Route {
     pub translate: Option<Translate>,
     /// Input tensor checks before forwarding; `None` = no check.
     pub validate_tensors: Option<ValidateTensors>,
+    /// Who may call this route (by peer identity and model); `None` = anyone the listener
+    /// admits.
+    pub authorization: Option<super::Authorization>,
 }
 
 /// Conditions on a request. Absent conditions always match.

@@ -29,6 +29,7 @@ pub(super) fn clusters(ctx: &mut Ctx<'_>, raw: &[RawCluster]) -> Vec<Cluster> {
 
 fn cluster(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster) -> Cluster {
     Cluster {
+        tls: None,
         name: c.name.0.clone(),
         // A stand-in when invalid: the recorded error keeps this config from being used.
         endpoints: endpoints(ctx, path, c).unwrap_or(Endpoints::Static(Vec::new())),
