@@ -68,6 +68,11 @@ struct RunArgs {
     /// Worker threads (overrides the config's runtime.worker_threads).
     #[arg(long)]
     worker_threads: Option<usize>,
+    /// Load the workload identity from DIR/tls.crt, DIR/tls.key and DIR/ca.crt (the names the
+    /// injector's certificate volume uses) when the config names no `identity`. With the
+    /// built-in default config, the inbound listener then runs mutual TLS in permissive mode.
+    #[arg(long, value_name = "DIR")]
+    identity_dir: Option<PathBuf>,
 }
 
 /// `--translate` values.
@@ -128,6 +133,7 @@ fn validate(files: &[PathBuf]) -> ExitCode {
     for file in files {
         match ferry_config::load(file)
             .and_then(|config| ferry_proxy::descriptors::Descriptors::load(&config).map(|_| config))
+            .and_then(|config| ferry_proxy::tls::TlsFiles::load(&config).map(|_| config))
         {
             Ok(config) => println!("{}: ok (version {})", file.display(), config.version),
             Err(errors) => {
@@ -182,11 +188,28 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             });
             ferry_config::one_route_translate_config(listen, upstream, args.admin, direction)
         }
-        _ => ferry_config::default_config(),
+        _ => {
+            let mut config = ferry_config::default_config();
+            if args.identity_dir.is_some() {
+                for l in config.listeners.iter_mut().filter(|l| l.name == "inbound") {
+                    l.tls.mode = ferry_config::TlsMode::Permissive;
+                }
+            }
+            config
+        }
     };
+    let identity = args.identity_dir.as_deref().map(identity_from_dir);
     // Descriptor sets named by the config are part of it: a missing or broken one is a usage
     // error reported at its field, like any config error (checked before any socket opens).
     if let Err(errors) = ferry_proxy::descriptors::Descriptors::load(&config) {
+        eprintln!("{errors}");
+        return Ok(ExitCode::from(64));
+    }
+    let mut checked = config.clone();
+    if checked.identity.is_none() {
+        checked.identity = identity.clone();
+    }
+    if let Err(errors) = ferry_proxy::tls::TlsFiles::load(&checked) {
         eprintln!("{errors}");
         return Ok(ExitCode::from(64));
     }
@@ -211,6 +234,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let opts = StartOptions {
         access_log: None,
         config_path: args.config.clone(),
+        identity,
         bound_addresses_file: args.bound_addresses_file.clone(),
     };
     runtime.block_on(async move {
@@ -247,5 +271,24 @@ async fn wait_for_shutdown() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// `--identity-dir DIR`: the three files by the names cert-manager's CSI driver and
+/// Kubernetes TLS secrets use. Problems are reported at the flag.
+fn identity_from_dir(dir: &std::path::Path) -> ferry_config::Identity {
+    let at = |what: &str| ferry_config::FieldLocation {
+        file: "--identity-dir".to_owned(),
+        line: 1,
+        col: 1,
+        path: format!("identity.{what}"),
+    };
+    ferry_config::Identity {
+        cert: dir.join("tls.crt"),
+        cert_at: at("cert"),
+        key: dir.join("tls.key"),
+        key_at: at("key"),
+        trust: vec![dir.join("ca.crt")],
+        trust_at: vec![at("trust[0]")],
     }
 }

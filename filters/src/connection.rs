@@ -20,6 +20,9 @@ pub struct Connection {
     /// The peer's verified identity (its SPIFFE ID) after a mutual-TLS handshake; `None` for
     /// plaintext or a peer that presented no certificate.
     pub identity: Option<PeerIdentity>,
+    /// SHA-256 (lowercase hex) of the peer's DER leaf certificate, for the `Hash=` element of
+    /// `x-forwarded-client-cert`; `None` without a verified certificate.
+    pub peer_cert_sha256: Option<Arc<str>>,
 }
 
 /// The client's address as forwarding headers spell it (`x-forwarded-for`, RFC 7239
@@ -79,6 +82,7 @@ impl Connection {
             client: ClientAddr::new(peer),
             alpn: None,
             identity: None,
+            peer_cert_sha256: None,
         }
     }
 

@@ -23,7 +23,8 @@ use crate::reload::Reloadable;
 use crate::shared::Shared;
 use crate::stack;
 use crate::state::RouteStates;
-use crate::table::{Table, UnknownCluster};
+use crate::table::{Table, TableError};
+use crate::tls::{IdentityStore, Material, TlsFiles};
 use crate::upstream::Transport;
 
 /// How to start.
@@ -33,6 +34,9 @@ pub struct StartOptions {
     pub access_log: Option<mpsc::Sender<AccessRecord>>,
     /// The config file to watch and reload (also on SIGHUP). `None`: no reloads.
     pub config_path: Option<PathBuf>,
+    /// The identity to use when the config names none (`ferry run --identity-dir`), applied
+    /// to every reload of the file too.
+    pub identity: Option<ferry_config::Identity>,
     /// Where to write the bound addresses as JSON after every bind (for tests and scripts
     /// that use port 0).
     pub bound_addresses_file: Option<PathBuf>,
@@ -52,9 +56,9 @@ pub enum StartError {
         #[source]
         source: io::Error,
     },
-    /// The config refers to something missing.
+    /// The config refers to something missing, or its TLS settings are unusable.
     #[error(transparent)]
-    Table(#[from] UnknownCluster),
+    Table(#[from] TableError),
     /// A descriptor set of a `protocol: descriptor` route is missing or unusable.
     #[error(transparent)]
     Descriptors(#[from] ferry_config::ConfigErrors),
@@ -91,19 +95,27 @@ pub(crate) struct Inner {
 
 impl Proxy {
     /// Binds the admin endpoint and every listener of `config`, then serves.
-    pub async fn start(config: Config, opts: StartOptions) -> Result<Self, StartError> {
+    pub async fn start(mut config: Config, opts: StartOptions) -> Result<Self, StartError> {
+        if config.identity.is_none() {
+            config.identity = opts.identity.clone();
+        }
         let admin_cfg = config.admin.address;
         let metrics = Arc::new(Metrics::new());
         let states = RouteStates::default();
         let descriptors = Descriptors::load_async(&config).await?;
+        let tls = TlsFiles::load_async(&config).await?;
+        let identity = Arc::new(IdentityStore::default());
+        set_identity(&identity, &metrics, tls.identity.clone());
         let cx = stack::Context {
             metrics: &metrics,
             states: &states,
             transport: &Transport::Network,
             access_log: opts.access_log.as_ref(),
+            identity: &identity,
+            tls: &tls,
         };
         let table = Table::build(config, descriptors, None, cx)?;
-        let shared = Shared::new(table, metrics, states, opts.access_log);
+        let shared = Shared::new(table, metrics, states, opts.access_log, identity);
         let mut handles = HashMap::new();
         let listeners = shared.table.load().config.listeners.clone();
         for l in &listeners {
@@ -155,9 +167,13 @@ impl Proxy {
             bound_addresses_file: opts.bound_addresses_file,
         });
         inner.write_addresses()?;
-        let reload_task = opts
-            .config_path
-            .map(|path| tokio::spawn(crate::reload::watch(Arc::downgrade(&inner), path)));
+        let reload_task = opts.config_path.map(|path| {
+            tokio::spawn(crate::reload::watch(
+                Arc::downgrade(&inner),
+                path,
+                opts.identity,
+            ))
+        });
         Ok(Self {
             inner,
             admin_stop,
@@ -214,7 +230,8 @@ impl Inner {
     /// was), then the table, then drains listeners that were removed or moved.
     pub(crate) async fn apply(&self, config: Config) -> Result<(), StartError> {
         let descriptors = Descriptors::load_async(&config).await?;
-        self.apply_loaded(config, descriptors).await
+        let tls = TlsFiles::load_async(&config).await?;
+        self.apply_loaded(config, descriptors, tls).await
     }
 
     /// [`Inner::apply`] with the descriptor sets already loaded.
@@ -222,6 +239,7 @@ impl Inner {
         &self,
         config: Config,
         descriptors: Descriptors,
+        tls: TlsFiles,
     ) -> Result<(), StartError> {
         let mut listeners = self.listeners.lock().await;
         if config.admin.address != self.shared.table.load().config.admin.address {
@@ -249,8 +267,16 @@ impl Inner {
             states: &self.shared.routes,
             transport: &Transport::Network,
             access_log: self.shared.access_log.as_ref(),
+            identity: &self.shared.identity,
+            tls: &tls,
         };
         let table = Table::build(config, descriptors, Some(&self.shared.table.load()), cx)?;
+        // New handshakes use the new identity from here on; open connections keep theirs.
+        set_identity(
+            &self.shared.identity,
+            &self.shared.metrics,
+            tls.identity.clone(),
+        );
         let names: Vec<String> = table
             .config
             .listeners
@@ -337,11 +363,29 @@ impl Reloadable for Inner {
         &self,
         config: Config,
         descriptors: Descriptors,
+        tls: TlsFiles,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
         Box::pin(async move {
-            Inner::apply_loaded(self, config, descriptors)
+            Inner::apply_loaded(self, config, descriptors, tls)
                 .await
                 .map_err(|e| e.to_string())
         })
     }
+}
+
+/// Swaps the identity new handshakes use and exports its expiry.
+fn set_identity(store: &IdentityStore, metrics: &Metrics, material: Option<Arc<Material>>) {
+    if let Some(m) = &material {
+        let previous = store.current();
+        if previous.as_ref().is_none_or(|p| p.files != m.files) {
+            tracing::info!(identity = %m.id, cert = %m.cert_path.display(), not_after = m.not_after, "workload identity loaded");
+        }
+        metrics
+            .tls_cert_expiry
+            .get_or_create(&crate::metrics::CertLabels {
+                cert: m.cert_path.display().to_string(),
+            })
+            .set(m.not_after);
+    }
+    store.set(material);
 }

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 
 pub use self::balance::may_eject;
 pub use self::endpoint::{Endpoint, InFlightOwned};
+use crate::tls::Originator;
 use crate::upstream::{Transport, UpstreamClient};
 
 /// A cluster at run time.
@@ -35,6 +36,8 @@ pub struct Cluster {
     pub transport: Transport,
     /// `ferry_upstream_duration_seconds` of this cluster, registered once.
     pub upstream_duration: prometheus_client::metrics::histogram::Histogram,
+    /// The contents of its CA files when it was built (server-mode TLS), compared on reload.
+    pub ca_fingerprint: String,
     refresh: Option<JoinHandle<()>>,
 }
 
@@ -57,6 +60,7 @@ impl Cluster {
         config: ClusterConfig,
         metrics: &crate::metrics::Metrics,
         transport: Transport,
+        tls: Option<Arc<Originator>>,
     ) -> Self {
         let initial: Vec<Arc<Endpoint>> = match &config.endpoints {
             Endpoints::Static(addrs) => addrs.iter().map(|a| Arc::new(Endpoint::new(*a))).collect(),
@@ -72,7 +76,7 @@ impl Cluster {
             ))),
             _ => None,
         };
-        let client = UpstreamClient::new(&config);
+        let client = UpstreamClient::new(&config, tls);
         let name: Arc<str> = config.name.as_str().into();
         let upstream_duration = metrics
             .upstream_duration
@@ -88,6 +92,7 @@ impl Cluster {
             next: AtomicUsize::new(0),
             client,
             transport,
+            ca_fingerprint: String::new(),
             refresh,
         }
     }
@@ -102,6 +107,7 @@ impl Cluster {
             && a.connect_timeout == other.connect_timeout
             && a.idle_timeout == other.idle_timeout
             && a.outlier == other.outlier
+            && a.tls == other.tls
     }
 
     /// Picks an endpoint for one attempt, avoiding `avoid` (the one that just failed) when

@@ -3,7 +3,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ferry_config::{TensorMetadataSource, Translate, TranslateDirection, ValidateTensors};
+use ferry_config::{
+    AuthzDecision, ModelNameMatcher, TensorMetadataSource, Translate, TranslateDirection,
+    ValidateTensors,
+};
+use ferry_filters::authorization::{AuthorizationSettings, Decision, ModelMatch, Rule};
 use ferry_filters::tensor_check::{
     MaxCheckedBytes, MetadataRefresh, MetadataSource, ModelMetadata, TensorMetadata,
     TensorValidationSettings,
@@ -64,5 +68,40 @@ pub fn validate_tensors(
     Some(TensorValidationSettings {
         source,
         max_checked_bytes,
+    })
+}
+
+/// A listener's or route's `authorization` as the filter's settings. The config has validated
+/// every matcher, so one that still fails to parse is reported rather than dropped.
+pub fn authorization(
+    config: &ferry_config::Authorization,
+) -> Result<AuthorizationSettings, ferry_filters::authorization::SpiffeIdError> {
+    let rules = config
+        .rules
+        .iter()
+        .map(|r| {
+            Ok(Rule {
+                allow: r
+                    .allow
+                    .iter()
+                    .map(crate::tls::identity_match)
+                    .collect::<Result<_, _>>()?,
+                models: r
+                    .models
+                    .iter()
+                    .map(|m| match m {
+                        ModelNameMatcher::Exact(n) => ModelMatch::Exact(n.clone()),
+                        ModelNameMatcher::Prefix(n) => ModelMatch::Prefix(n.clone()),
+                    })
+                    .collect(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(AuthorizationSettings {
+        default: match config.default {
+            AuthzDecision::Allow => Decision::Allow,
+            AuthzDecision::Deny => Decision::Deny,
+        },
+        rules,
     })
 }

@@ -28,4 +28,5 @@ pub mod shared;
 pub mod stack;
 pub mod state;
 pub mod table;
+pub mod tls;
 pub mod upstream;

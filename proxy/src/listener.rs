@@ -44,6 +44,7 @@ use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
 use crate::metrics::{ListenerLabels, Name};
 use crate::request_body::AmbiguousFraming;
 use crate::shared::Shared;
+use crate::tls::Accepted;
 
 /// hyper refuses HTTP/1 read buffers smaller than this.
 const MIN_H1_BUF: usize = 8192;
@@ -140,13 +141,36 @@ fn serve_tcp(
     draining: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
-    let conn = Arc::new(Connection::plaintext(name.clone(), peer));
-    tokio::spawn(serve_connection(
-        stream,
-        conn,
-        shared.clone(),
-        Some(draining),
-    ));
+    let conn = Connection::plaintext(name.clone(), peer);
+    let tls = shared
+        .table
+        .load()
+        .listeners
+        .get(&**name)
+        .and_then(|l| l.tls.clone());
+    let Some(tls) = tls else {
+        tokio::spawn(serve_connection(
+            stream,
+            Arc::new(conn),
+            shared.clone(),
+            Some(draining),
+        ));
+        return;
+    };
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        // A refused handshake drops the stream (closing it); nothing else is touched.
+        match tls.accept(stream, conn, &shared.metrics).await {
+            Ok(Accepted::Tls(stream, conn)) => {
+                serve_connection(stream, Arc::new(conn), shared, Some(draining)).await;
+            }
+            Ok(Accepted::Plain(stream)) => {
+                let conn = Arc::new(Connection::plaintext(tls.listener().clone(), peer));
+                serve_connection(stream, conn, shared, Some(draining)).await;
+            }
+            Err(_) => {}
+        }
+    });
 }
 
 /// Serves HTTP/1.1 and HTTP/2 on one accepted connection of any transport (TCP, TLS, an

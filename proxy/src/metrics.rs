@@ -66,6 +66,22 @@ pub struct ListenerLabels {
     pub listener: Name,
 }
 
+/// Labels of a refused TLS handshake.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct HandshakeFailureLabels {
+    /// Listener name.
+    pub listener: Name,
+    /// Why (a fixed set: see `tls::Reason`).
+    pub reason: &'static str,
+}
+
+/// Labels of a certificate's expiry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct CertLabels {
+    /// The certificate file.
+    pub cert: String,
+}
+
 /// (cluster, status code) → the counter of that series.
 type SeenSeries = (Option<Arc<str>>, u16, Counter);
 
@@ -167,6 +183,20 @@ pub struct Metrics {
     pub reloads: Counter,
     /// `ferry_config_reload_failures_total`.
     pub reload_failures: Counter,
+    /// `ferry_authz_denied_total`: requests refused by authorization (route empty when the
+    /// listener's policy refused a request no route matched).
+    pub authz_denied: Family<RouteLabels, Counter>,
+    /// `ferry_tls_handshakes_total`: TLS connections accepted.
+    pub tls_handshakes: Family<ListenerLabels, Counter>,
+    /// `ferry_tls_handshake_failures_total`: connections refused at the handshake.
+    pub tls_handshake_failures: Family<HandshakeFailureLabels, Counter>,
+    /// `ferry_tls_plaintext_connections_total`: plaintext connections a permissive listener
+    /// accepted (what is left to migrate).
+    pub tls_plaintext: Family<ListenerLabels, Counter>,
+    /// `ferry_tls_reload_failures_total`: rotations refused (the old identity kept serving).
+    pub tls_reload_failures: Counter,
+    /// `ferry_tls_cert_expiry_seconds`: notAfter of the loaded certificate, Unix seconds.
+    pub tls_cert_expiry: Family<CertLabels, Gauge>,
 }
 
 // === impl Metrics ===
@@ -189,6 +219,12 @@ impl Metrics {
             idle_closes: Family::default(),
             reloads: Counter::default(),
             reload_failures: Counter::default(),
+            authz_denied: Family::default(),
+            tls_handshakes: Family::default(),
+            tls_handshake_failures: Family::default(),
+            tls_plaintext: Family::default(),
+            tls_reload_failures: Counter::default(),
+            tls_cert_expiry: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -250,6 +286,36 @@ impl Metrics {
             "ferry_config_reload_failures",
             "Rejected configuration reloads (the old config kept serving)",
             m.reload_failures.clone(),
+        );
+        registry.register(
+            "ferry_authz_denied",
+            "Requests refused by authorization, by listener and route",
+            m.authz_denied.clone(),
+        );
+        registry.register(
+            "ferry_tls_handshakes",
+            "TLS handshakes completed on listeners",
+            m.tls_handshakes.clone(),
+        );
+        registry.register(
+            "ferry_tls_handshake_failures",
+            "Connections refused at the TLS handshake, by listener and reason",
+            m.tls_handshake_failures.clone(),
+        );
+        registry.register(
+            "ferry_tls_plaintext_connections",
+            "Plaintext connections accepted by permissive listeners",
+            m.tls_plaintext.clone(),
+        );
+        registry.register(
+            "ferry_tls_reload_failures",
+            "Identity or CA file changes refused (the old files kept serving)",
+            m.tls_reload_failures.clone(),
+        );
+        registry.register(
+            "ferry_tls_cert_expiry_seconds",
+            "notAfter of the loaded workload certificate, as Unix seconds",
+            m.tls_cert_expiry.clone(),
         );
         Self { registry, ..m }
     }

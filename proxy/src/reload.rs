@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::descriptors::Descriptors;
 use crate::shared::Shared;
+use crate::tls::TlsFiles;
 
 /// What the watcher reloads: the running proxy (implemented by `app`, which starts the
 /// watcher; this module does not know it).
@@ -26,6 +27,7 @@ pub(crate) trait Reloadable: Send + Sync + 'static {
         &self,
         config: Config,
         descriptors: Descriptors,
+        tls: TlsFiles,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
 }
 
@@ -34,7 +36,11 @@ pub(crate) trait Reloadable: Send + Sync + 'static {
 const SETTLE: Duration = Duration::from_millis(150);
 
 /// Runs until the proxy is dropped.
-pub(crate) async fn watch<R: Reloadable>(inner: Weak<R>, path: PathBuf) {
+pub(crate) async fn watch<R: Reloadable>(
+    inner: Weak<R>,
+    path: PathBuf,
+    identity: Option<ferry_config::Identity>,
+) {
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let dir = path
         .parent()
@@ -65,10 +71,17 @@ pub(crate) async fn watch<R: Reloadable>(inner: Weak<R>, path: PathBuf) {
     let mut last_version = match inner.upgrade() {
         Some(i) => {
             let table = i.shared().table.load();
-            watch_dirs(&mut watcher, &mut watched, &table.descriptors);
+            watch_dirs(
+                &mut watcher,
+                &mut watched,
+                &table.descriptors,
+                &table.config,
+            );
             (
                 table.config.version.clone(),
                 table.descriptors.fingerprint(),
+                i.shared().identity.current().map(|m| m.files.clone()),
+                String::new(),
             )
         }
         None => return,
@@ -80,18 +93,29 @@ pub(crate) async fn watch<R: Reloadable>(inner: Weak<R>, path: PathBuf) {
             return;
         };
         let load_path = path.clone();
-        // Config and descriptor files are read together on the blocking pool.
+        let identity = identity.clone();
+        // Config, descriptor and TLS files are read together on the blocking pool.
         let loaded = tokio::task::spawn_blocking(move || {
-            let config = ferry_config::load(&load_path)?;
-            let descriptors = Descriptors::load(&config)?;
-            Ok::<_, ferry_config::ConfigErrors>((config, descriptors))
+            let mut config = ferry_config::load(&load_path).map_err(Refused::Config)?;
+            if config.identity.is_none() {
+                config.identity = identity;
+            }
+            let descriptors = Descriptors::load(&config).map_err(Refused::Config)?;
+            let tls = TlsFiles::load(&config).map_err(Refused::Tls)?;
+            Ok::<_, Refused>((config, descriptors, tls))
         })
         .await;
-        let (config, descriptors) = match loaded {
+        let (config, descriptors, tls) = match loaded {
             Ok(Ok(loaded)) => loaded,
-            Ok(Err(errors)) => {
+            Ok(Err(Refused::Config(errors))) => {
                 inner.shared().metrics.reload_failures.inc();
                 tracing::error!(file = %path.display(), "config rejected; the previous config keeps serving:\n{errors}");
+                continue;
+            }
+            Ok(Err(Refused::Tls(errors))) => {
+                // Often a rotation caught half-written; the next file event retries.
+                inner.shared().metrics.tls_reload_failures.inc();
+                tracing::error!(file = %path.display(), "identity or CA files refused; the previous identity and config keep serving:\n{errors}");
                 continue;
             }
             Err(error) => {
@@ -100,12 +124,17 @@ pub(crate) async fn watch<R: Reloadable>(inner: Weak<R>, path: PathBuf) {
                 continue;
             }
         };
-        let version = (config.version.clone(), descriptors.fingerprint());
+        let version = (
+            config.version.clone(),
+            descriptors.fingerprint(),
+            tls.identity.as_ref().map(|m| m.files.clone()),
+            tls.fingerprint(),
+        );
         if version == last_version {
             continue;
         }
-        watch_dirs(&mut watcher, &mut watched, &descriptors);
-        match inner.apply_loaded(config, descriptors).await {
+        watch_dirs(&mut watcher, &mut watched, &descriptors, &config);
+        match inner.apply_loaded(config, descriptors, tls).await {
             Ok(()) => {
                 tracing::info!(version = %version.0, descriptors = %version.1, "config reloaded");
                 last_version = version;
@@ -118,22 +147,33 @@ pub(crate) async fn watch<R: Reloadable>(inner: Weak<R>, path: PathBuf) {
     }
 }
 
-/// Adds watches for descriptor directories not watched yet (watches are never removed: a
-/// directory a later config stops using only costs a spurious, harmless reload check).
+/// Why a reload was refused.
+enum Refused {
+    /// The config or a descriptor set is invalid.
+    Config(ferry_config::ConfigErrors),
+    /// An identity, trust or CA file is unusable.
+    Tls(ferry_config::ConfigErrors),
+}
+
+/// Adds watches for descriptor and TLS file directories not watched yet (watches are never
+/// removed: a directory a later config stops using only costs a spurious, harmless reload
+/// check). Kubernetes secret and CSI volumes swap a `..data` symlink in these directories.
 fn watch_dirs<W: Watcher>(
     watcher: &mut Option<W>,
     watched: &mut Vec<PathBuf>,
     descriptors: &Descriptors,
+    config: &Config,
 ) {
     let Some(w) = watcher else { return };
-    for dir in descriptors.dirs() {
+    let tls_dirs = crate::tls::material::configured_dirs(config);
+    for dir in descriptors.dirs().into_iter().chain(tls_dirs) {
         if watched.contains(&dir) {
             continue;
         }
         match w.watch(&dir, RecursiveMode::NonRecursive) {
             Ok(()) => watched.push(dir),
             Err(error) => {
-                tracing::warn!(dir = %dir.display(), %error, "cannot watch a descriptor directory; SIGHUP still reloads");
+                tracing::warn!(dir = %dir.display(), %error, "cannot watch a descriptor or TLS file directory; SIGHUP still reloads");
             }
         }
     }

@@ -17,6 +17,10 @@ use http::{HeaderMap, Request, Response, StatusCode};
 
 use crate::body::{BoxError, ProxyBody};
 use crate::headers;
+use crate::tls::IdentityStore;
+
+/// Envoy's header naming the verified client certificate (`By=…;Hash=…;URI=…`).
+static XFCC: HeaderName = HeaderName::from_static("x-forwarded-client-cert");
 
 /// A route's edits.
 #[derive(Debug, Default)]
@@ -27,6 +31,9 @@ pub struct Edits {
     pub response: HeaderEdits,
     /// Path prefix rewrite.
     pub prefix: Option<PrefixRewrite>,
+    /// Our identity, for `x-forwarded-client-cert` on mutual-TLS connections; `None` when the
+    /// config has no `identity`.
+    pub identity: Option<Arc<IdentityStore>>,
 }
 
 /// Tower layer applying a route's edits.
@@ -128,19 +135,44 @@ fn edit_request(req: &mut Request<ProxyBody>, edits: &Edits, upgrade: bool) {
         .as_ref()
         .map(|a| a.as_str())
         .or_else(|| host.as_ref().and_then(|h| h.to_str().ok()));
+    // Only ferry writes this header: whatever a client sent is dropped on every listener, TLS
+    // or not, before anything else could read it.
+    req.headers_mut().remove(&XFCC);
     edit_headers(req.headers_mut(), &edits.request);
     if let Some(rewrite) = &edits.prefix {
         rewrite_prefix(req, &rewrite.from, &rewrite.to);
     }
     headers::strip_hop_by_hop(req.headers_mut(), upgrade);
     if let Some(conn) = Connection::of(req).cloned() {
-        headers::append_forwarded(req.headers_mut(), &conn.client, "http", authority);
+        let proto = if conn.peer_cert_sha256.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        headers::append_forwarded(req.headers_mut(), &conn.client, proto, authority);
+        if let Some(value) = client_cert_header(&conn, edits.identity.as_deref()) {
+            req.headers_mut().insert(XFCC.clone(), value);
+        }
     }
     if !req.headers().contains_key(HOST)
         && let Some(a) = authority.and_then(|a| HeaderValue::from_str(a).ok())
     {
         req.headers_mut().insert(HOST, a);
     }
+}
+
+/// `x-forwarded-client-cert` for a verified peer, in Envoy's format: `By=` our SPIFFE ID,
+/// `Hash=` the hex SHA-256 of the peer's DER certificate, `URI=` its SPIFFE ID.
+fn client_cert_header(conn: &Connection, identity: Option<&IdentityStore>) -> Option<HeaderValue> {
+    let peer = conn.identity.as_ref()?;
+    let hash = conn.peer_cert_sha256.as_deref()?;
+    let own = identity.and_then(IdentityStore::current);
+    let value = match own {
+        Some(own) => format!("By={};Hash={hash};URI={}", own.id, peer.0),
+        None => format!("Hash={hash};URI={}", peer.0),
+    };
+    // SPIFFE IDs and hex are visible ASCII; a value that is not is simply not sent.
+    HeaderValue::from_str(&value).ok()
 }
 
 /// Applies header edits: removals, then sets, then additions.

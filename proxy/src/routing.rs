@@ -9,12 +9,17 @@ mod sniff;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use ferry_filters::authorization::{AuthorizationSettings, PermissionDenied};
+use ferry_filters::connection::Connection;
 use ferry_filters::model_name;
 use http::{Request, Response};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 
 use crate::body::{BoxError, BoxFuture, ProxyBody};
 use crate::failure::Failure;
 use crate::headers::{self, authority_of};
+use crate::metrics::{Metrics, Name, RouteLabels};
 use crate::request_meta::Outcome;
 use crate::route::RouteEntry;
 use crate::router::{RequestView, Router};
@@ -26,6 +31,70 @@ pub struct Routes {
     pub router: Router<Arc<RouteEntry>>,
     /// How much of a body may be read to find the model.
     pub model_sniff_bytes: usize,
+    /// The listener's `authorization`, if any.
+    pub authorization: Option<ListenerAuthorization>,
+}
+
+/// A listener's authorization policy. Routing checks it once it knows the route and model, so
+/// model-scoped listener rules work, and before answering "no route", so a refused peer
+/// learns nothing about the routes (403, not 404). Route policies are layers in each route's
+/// stack, after this one: a request must pass both.
+#[derive(Debug)]
+pub struct ListenerAuthorization {
+    settings: AuthorizationSettings,
+    /// The listener's `ferry_authz_denied_total` series with no route (nothing matched).
+    unrouted: Counter,
+    family: Family<RouteLabels, Counter>,
+}
+
+impl ListenerAuthorization {
+    /// Enforces `settings`, counting denials in `metrics`.
+    pub fn new(settings: AuthorizationSettings, listener: &Arc<str>, metrics: &Metrics) -> Self {
+        let unrouted = metrics
+            .authz_denied
+            .get_or_create(&RouteLabels {
+                listener: Name(listener.clone()),
+                route: Name(metrics.empty.clone()),
+            })
+            .clone();
+        ListenerAuthorization {
+            settings,
+            unrouted,
+            family: metrics.authz_denied.clone(),
+        }
+    }
+
+    fn check(
+        &self,
+        req: &Request<ProxyBody>,
+        model: Option<&model_name::ModelRef>,
+        route: Option<&RouteEntry>,
+    ) -> Result<(), PermissionDenied> {
+        let conn = Connection::of(req);
+        let identity = conn.and_then(|c| c.identity.as_ref());
+        let Err(cause) = self.settings.decide(identity, model) else {
+            return Ok(());
+        };
+        tracing::debug!(
+            listener = conn.map(|c| &*c.listener),
+            route = route.map(|r| &*r.name),
+            identity = identity.map(|i| &*i.0),
+            model = model.map(|m| m.name.as_str()),
+            cause = cause.as_str(),
+            "listener authorization denied the request",
+        );
+        match (route, conn) {
+            (Some(route), Some(conn)) => self
+                .family
+                .get_or_create(&RouteLabels {
+                    listener: Name(conn.listener.clone()),
+                    route: Name(route.name.clone()),
+                })
+                .inc(),
+            _ => self.unrouted.inc(),
+        };
+        Err(PermissionDenied::new(cause, identity.cloned()))
+    }
 }
 
 /// The routing service of one listener.
@@ -72,23 +141,32 @@ impl tower::Service<Request<ProxyBody>> for Routing {
         // No body to read: the route's own future is the whole answer.
         match dispatch(&self.routes, req, model) {
             Ok(answer) => answer,
-            Err(failure) => Box::pin(std::future::ready(Err(failure.into()))),
+            Err(failure) => Box::pin(std::future::ready(Err(failure))),
         }
     }
 }
 
-/// Finds the route, records it and the model, and calls the route's stack.
+/// Finds the route, applies the listener's authorization, records the route and the model,
+/// and calls the route's stack.
 fn dispatch(
     routes: &Routes,
-    req: Request<ProxyBody>,
+    mut req: Request<ProxyBody>,
     model: Option<model_name::ModelRef>,
-) -> Result<BoxFuture, Failure> {
-    let route = find(&routes.router, &req, model.as_ref())?;
+) -> Result<BoxFuture, BoxError> {
+    let route = find(&routes.router, &req, model.as_ref());
+    if let Some(authz) = &routes.authorization {
+        authz.check(&req, model.as_ref(), route.as_ref().ok().map(|r| &**r))?;
+    }
+    let route = route?;
     if let Some(outcome) = Outcome::of(&req) {
-        if let Some(model) = model {
-            outcome.set_model(model);
+        if let Some(model) = &model {
+            outcome.set_model(model.clone());
         }
         outcome.set_route(route.clone());
+    }
+    if let Some(model) = model {
+        // Filters that look at the model (authorization) read it here.
+        req.extensions_mut().insert(model);
     }
     Ok(route.service.call_ref(req))
 }

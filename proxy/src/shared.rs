@@ -10,6 +10,7 @@ use crate::access_log::AccessRecord;
 use crate::metrics::Metrics;
 use crate::state::RouteStates;
 use crate::table::Table;
+use crate::tls::IdentityStore;
 
 /// Shared state.
 #[derive(Debug)]
@@ -24,6 +25,8 @@ pub struct Shared {
     draining: AtomicBool,
     /// Optional access-record sink.
     pub access_log: Option<mpsc::Sender<AccessRecord>>,
+    /// The workload identity new TLS handshakes use.
+    pub identity: Arc<IdentityStore>,
 }
 
 // === impl Shared ===
@@ -35,6 +38,7 @@ impl Shared {
         metrics: Arc<Metrics>,
         routes: RouteStates,
         access_log: Option<mpsc::Sender<AccessRecord>>,
+        identity: Arc<IdentityStore>,
     ) -> Arc<Self> {
         Arc::new(Self {
             table: ArcSwap::from_pointee(table),
@@ -42,6 +46,7 @@ impl Shared {
             routes,
             draining: AtomicBool::new(false),
             access_log,
+            identity,
         })
     }
 

@@ -26,6 +26,7 @@ use crate::request_id::RequestId;
 use crate::request_meta::RequestMeta;
 use crate::routing::Routing;
 use crate::state::RouteStates;
+use crate::tls::{IdentityStore, TlsFiles};
 use crate::upstream::Transport;
 
 pub use self::listener::listener;
@@ -49,4 +50,8 @@ pub struct Context<'a> {
     pub transport: &'a Transport,
     /// Access-record sink.
     pub access_log: Option<&'a mpsc::Sender<AccessRecord>>,
+    /// The workload identity listeners and mesh clusters present (swapped on rotation).
+    pub identity: &'a Arc<IdentityStore>,
+    /// The TLS files this config names (server-mode clusters' CA bundles).
+    pub tls: &'a TlsFiles,
 }

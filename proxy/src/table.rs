@@ -11,16 +11,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use ferry_config::{Action, Config, ListenerLimits, Route, StringMatch};
+use ferry_config::{Action, ClusterTls, Config, ListenerLimits, Route, StringMatch, TlsMode};
+use ferry_filters::authorization::AuthorizationSettings;
 
 use crate::cluster::Cluster;
 use crate::descriptors::Descriptors;
+use crate::filter_settings;
 use crate::metrics::{ClusterLabels, Name, RouteLabels, RouteRequests};
 use crate::route::RouteEntry;
 use crate::router::Router;
 use crate::routing::Routes;
 use crate::stack::{self, Context, ListenerService};
 use crate::state::{RouteKey, RouteState};
+use crate::tls::{Originator, Terminator};
 
 /// One loaded configuration, ready to serve.
 #[derive(Debug)]
@@ -48,6 +51,8 @@ pub struct ListenerTable {
     pub limits: ListenerLimits,
     /// The listener's stack (request id → … → routing into the route stacks).
     pub service: ListenerService,
+    /// TLS termination; `None` when `tls.mode` is disabled.
+    pub tls: Option<Arc<Terminator>>,
 }
 
 /// A cluster name a route refers to was missing from the table (validation should have
@@ -59,6 +64,29 @@ pub struct UnknownCluster {
     cluster: String,
 }
 
+/// Why a validated config could still not be built into a table.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    /// A route names a cluster that does not exist.
+    #[error(transparent)]
+    UnknownCluster(#[from] UnknownCluster),
+    /// A listener's or cluster's TLS settings were refused by the TLS stack.
+    #[error("{what}: {message}")]
+    Tls {
+        /// `listener "x"` or `cluster "y"`.
+        what: String,
+        /// The TLS stack's reason.
+        message: String,
+    },
+}
+
+fn tls_error(what: String, e: impl std::fmt::Display) -> TableError {
+    TableError::Tls {
+        what,
+        message: e.to_string(),
+    }
+}
+
 // === impl Table ===
 
 impl Table {
@@ -68,17 +96,25 @@ impl Table {
         descriptors: Descriptors,
         previous: Option<&Table>,
         cx: Context<'_>,
-    ) -> Result<Self, UnknownCluster> {
+    ) -> Result<Self, TableError> {
         let metrics = cx.metrics;
         let mut clusters = HashMap::new();
         for c in &config.clusters {
+            let ca = cx.tls.ca_fingerprint(c);
             let reused = previous
                 .and_then(|p| p.clusters.get(&c.name))
-                .filter(|old| old.same_config(c))
+                .filter(|old| old.same_config(c) && old.ca_fingerprint == ca)
                 .cloned();
-            let cluster = reused.unwrap_or_else(|| {
-                Arc::new(Cluster::new(c.clone(), metrics, cx.transport.clone()))
-            });
+            let cluster = match reused {
+                Some(c) => c,
+                None => {
+                    let tls = originator(c, cx)
+                        .map_err(|e| tls_error(format!("cluster {:?}", c.name), e))?;
+                    let mut cluster = Cluster::new(c.clone(), metrics, cx.transport.clone(), tls);
+                    cluster.ca_fingerprint = ca;
+                    Arc::new(cluster)
+                }
+            };
             // Pre-register so dashboards see a 0 series before the first failure.
             let labels = ClusterLabels {
                 cluster: Name(cluster.name.clone()),
@@ -110,15 +146,48 @@ impl Table {
                         definition,
                         targets,
                         descriptors.transcoder(&l.name, &r.name),
+                        route_authorization(r)?,
                         cx,
                     )),
                 };
                 routes.push((r.matcher.clone(), entry));
             }
+            let authorization = match &l.authorization {
+                Some(a) => Some(crate::routing::ListenerAuthorization::new(
+                    filter_settings::authorization(a).map_err(|e| {
+                        tls_error(format!("listener {:?} authorization", l.name), e)
+                    })?,
+                    &name,
+                    metrics,
+                )),
+                None => None,
+            };
             let routes = Arc::new(Routes {
                 router: Router::new(routes),
                 model_sniff_bytes: l.limits.model_sniff_bytes as usize,
+                authorization,
             });
+            let tls = match l.tls.mode {
+                TlsMode::Disabled => None,
+                mode => {
+                    let peers = l
+                        .tls
+                        .peers
+                        .as_ref()
+                        .map(crate::tls::identity_match)
+                        .transpose()
+                        .map_err(|e| tls_error(format!("listener {:?} tls.peers", l.name), e))?;
+                    let terminator = Terminator::new(
+                        name.clone(),
+                        mode,
+                        peers,
+                        l.tls.handshake_timeout,
+                        cx.identity.clone(),
+                    )
+                    .map_err(|e| tls_error(format!("listener {:?}", l.name), e))?;
+                    Some(Arc::new(terminator))
+                }
+            };
             let service = stack::listener(name.clone(), &l.limits, routes.clone(), cx);
             listeners.insert(
                 l.name.clone(),
@@ -127,6 +196,7 @@ impl Table {
                     routes,
                     limits: l.limits.clone(),
                     service,
+                    tls,
                 }),
             );
         }
@@ -144,6 +214,47 @@ impl Table {
             descriptors,
         })
     }
+}
+
+/// A route's `authorization` as the filter's settings.
+fn route_authorization(r: &Route) -> Result<Option<AuthorizationSettings>, TableError> {
+    r.authorization
+        .as_ref()
+        .map(|a| {
+            filter_settings::authorization(a)
+                .map_err(|e| tls_error(format!("route {:?} authorization", r.name), e))
+        })
+        .transpose()
+}
+
+/// A cluster's TLS origination, if it has `tls`.
+fn originator(
+    c: &ferry_config::Cluster,
+    cx: Context<'_>,
+) -> Result<Option<Arc<Originator>>, String> {
+    let originator = match &c.tls {
+        None => return Ok(None),
+        Some(ClusterTls::Mesh { server, sni }) => {
+            let server = server
+                .as_ref()
+                .map(crate::tls::identity_match)
+                .transpose()
+                .map_err(|e| format!("tls.server: {e}"))?;
+            Originator::mesh(cx.identity, server, sni.as_deref())
+        }
+        Some(ClusterTls::Server { sni, .. }) => {
+            let roots = cx
+                .tls
+                .server_roots
+                .get(&c.name)
+                .cloned()
+                .ok_or("CA bundles were not loaded")?;
+            Originator::server(roots, sni.as_deref())
+        }
+    };
+    originator
+        .map(|o| Some(Arc::new(o)))
+        .map_err(|e| e.to_string())
 }
 
 /// The route's effective-config JSON: what "the route's definition is unchanged" compares.
@@ -186,6 +297,7 @@ impl RouteEntry {
         definition: String,
         targets: Vec<(u32, Arc<Cluster>)>,
         transcoder: Option<ferry_filters::transcode::Transcoder>,
+        authorization: Option<AuthorizationSettings>,
         cx: Context<'_>,
     ) -> Self {
         let metrics = cx.metrics;
@@ -212,6 +324,8 @@ impl RouteEntry {
                 targets: &targets,
                 transcoder,
                 state: &state,
+                authorization,
+                identity: Some(cx.identity.clone()),
             },
             metrics,
         );

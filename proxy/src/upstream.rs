@@ -7,10 +7,12 @@ use ferry_config::{Cluster as ClusterConfig, UpstreamProtocol};
 use http::uri::{Authority, Scheme};
 use http::{Request, Response, Uri, Version};
 use hyper::body::Incoming;
+use std::sync::Arc;
+
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+mod connector;
 mod h1;
 mod h2;
 
@@ -18,6 +20,8 @@ pub use self::h1::H1Pool;
 pub use self::h2::H2Slot;
 use crate::body::{BoxError, ProxyBody};
 use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
+use crate::tls::UpstreamIo;
+use crate::tls::connect::{Alpn, Originator};
 
 /// One endpoint's connections: its HTTP/1.1 keep-alive pool and its HTTP/2 connection.
 #[derive(Debug)]
@@ -122,7 +126,7 @@ impl SendError {
 #[derive(Debug, Clone)]
 pub struct UpstreamClient {
     protocol: UpstreamProtocol,
-    connect_timeout: std::time::Duration,
+    dial: Dial,
     idle_timeout: std::time::Duration,
     /// `None` when endpoints are long-lived (not per-request destinations): requests then
     /// ride the endpoint's own connections. Original-authority clusters, whose endpoints are
@@ -134,24 +138,68 @@ pub struct UpstreamClient {
 /// request's own authority.
 #[derive(Debug, Clone)]
 struct Pooled {
-    http1: Client<HttpConnector, ProxyBody>,
-    h2: Client<HttpConnector, ProxyBody>,
+    http1: Client<connector::Connector, ProxyBody>,
+    h2: Client<connector::Connector, ProxyBody>,
+}
+
+/// How a new connection to an endpoint is made: TCP within a timeout, then TLS if the cluster
+/// originates it.
+#[derive(Debug, Clone)]
+pub struct Dial {
+    /// TCP connect timeout; also bounds the TLS handshake.
+    pub timeout: std::time::Duration,
+    /// The cluster's TLS origination.
+    pub tls: Option<Arc<Originator>>,
+}
+
+impl Dial {
+    /// Plaintext within `timeout`.
+    pub fn plain(timeout: std::time::Duration) -> Self {
+        Dial { timeout, tls: None }
+    }
+
+    /// Connects to `addr` (`host`: the name addressed, for SNI), running the TLS handshake
+    /// when the cluster has one. A failed handshake is a connect error: no request was sent.
+    pub async fn connect(
+        &self,
+        addr: SocketAddr,
+        alpn: Alpn,
+        host: Option<&str>,
+    ) -> Result<UpstreamIo, SendError> {
+        let tcp = connect_tcp(addr, self.timeout).await?;
+        let Some(tls) = &self.tls else {
+            return Ok(UpstreamIo::Plain(tcp));
+        };
+        let handshake = tokio::time::timeout(self.timeout, tls.connect(tcp, alpn, host));
+        match handshake.await {
+            Ok(Ok(stream)) => Ok(UpstreamIo::Tls(Box::new(stream))),
+            Ok(Err(e)) => Err(SendError::connect(addr, e)),
+            Err(_) => Err(SendError::connect(
+                addr,
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"),
+            )),
+        }
+    }
 }
 
 // === impl UpstreamClient ===
 
 impl UpstreamClient {
-    /// Pools for one cluster.
-    pub fn new(config: &ClusterConfig) -> Self {
+    /// Pools for one cluster, originating TLS with `tls` when given.
+    pub fn new(config: &ClusterConfig, tls: Option<Arc<Originator>>) -> Self {
         let direct = !matches!(
             config.endpoints,
             ferry_config::Endpoints::OriginalAuthority { .. }
         );
+        let dial = Dial {
+            timeout: config.connect_timeout,
+            tls,
+        };
         Self {
             protocol: config.protocol,
-            connect_timeout: config.connect_timeout,
+            pooled: (!direct).then(|| Pooled::new(config, &dial)),
+            dial,
             idle_timeout: config.idle_timeout,
-            pooled: (!direct).then(|| Pooled::new(config)),
         }
     }
 
@@ -190,7 +238,7 @@ impl UpstreamClient {
             }
             return endpoint
                 .h1
-                .send(req, addr, self.connect_timeout, self.idle_timeout)
+                .send(req, addr, &self.dial, self.idle_timeout)
                 .await;
         }
         let authority = if direct && wire == Wire::H2 {
@@ -216,7 +264,7 @@ impl UpstreamClient {
         }
         let Some(pooled) = &self.pooled else {
             // A long-lived endpoint's HTTP/1.1 requests returned above; this is HTTP/2.
-            return endpoint.h2.send(req, addr, self.connect_timeout).await;
+            return endpoint.h2.send(req, addr, &self.dial).await;
         };
         let client = match wire {
             Wire::Http1 => &pooled.http1,
@@ -235,11 +283,8 @@ impl UpstreamClient {
 // === impl Pooled ===
 
 impl Pooled {
-    fn new(config: &ClusterConfig) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(config.connect_timeout));
-        connector.enforce_http(true);
+    fn new(config: &ClusterConfig, dial: &Dial) -> Self {
+        let connector = |alpn| connector::Connector::new(dial.clone(), alpn);
         let mut http1 = Client::builder(TokioExecutor::new());
         http1
             .pool_timer(TokioTimer::new())
@@ -256,8 +301,8 @@ impl Pooled {
             .http2_initial_connection_window_size(H2_CONN_WINDOW)
             .http2_max_frame_size(H2_MAX_FRAME);
         Self {
-            http1: http1.build(connector.clone()),
-            h2: h2.build(connector),
+            http1: http1.build(connector(Alpn::Http1)),
+            h2: h2.build(connector(Alpn::H2)),
         }
     }
 }

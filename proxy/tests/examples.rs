@@ -112,11 +112,18 @@ async fn load_as_the_proxy_does(path: &Path) -> Vec<PathBuf> {
     }
     let metrics = std::sync::Arc::new(Metrics::new());
     let states = ferry_proxy::state::RouteStates::default();
+    let tls = ferry_proxy::tls::TlsFiles::load_async(&config)
+        .await
+        .unwrap_or_else(|e| panic!("{shown}:\n{e}"));
+    let identity = std::sync::Arc::new(ferry_proxy::tls::IdentityStore::default());
+    identity.set(tls.identity.clone());
     let cx = ferry_proxy::stack::Context {
         metrics: &metrics,
         states: &states,
         transport: &ferry_proxy::upstream::Transport::Network,
         access_log: None,
+        identity: &identity,
+        tls: &tls,
     };
     let table =
         Table::build(config, descriptors, None, cx).unwrap_or_else(|e| panic!("{shown}: {e}"));

@@ -42,6 +42,20 @@ impl Filters {
         }
         self
     }
+
+    /// [`Filters::then`] for a layer whose futures are written out rather than boxed (they
+    /// are boxed here, once, as the route's stack erases types at each filter anyway).
+    pub(super) fn then_unboxed<L>(mut self, layer: Option<L>) -> Self
+    where
+        L: Layer<RouteService> + Send + Sync + 'static,
+        L::Service: ShareableService,
+    {
+        if let Some(layer) = layer {
+            self.wraps
+                .push(Box::new(move |inner| RouteService::new(layer.layer(inner))));
+        }
+        self
+    }
 }
 
 impl<S> Layer<S> for Filters

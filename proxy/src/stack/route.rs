@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use ferry_config::{Action, Route};
+use ferry_filters::authorization::{AuthorizationLayer, AuthorizationSettings};
 use ferry_filters::tensor_check::TensorValidationLayer;
 use ferry_filters::transcode::{TranscodeLayer, Transcoder};
 use ferry_filters::translate::OipTranslateLayer;
@@ -23,6 +24,7 @@ use crate::metrics::{Metrics, RouteLabels};
 use crate::rewrite::{Edits, RewriteLayer};
 use crate::route::ShareableService;
 use crate::state::RouteState;
+use crate::tls::IdentityStore;
 
 /// What a route's stack is built from.
 #[derive(Debug)]
@@ -37,6 +39,10 @@ pub struct RouteParts<'a> {
     pub transcoder: Option<Transcoder>,
     /// Its state (kept across reloads).
     pub state: &'a Arc<RouteState>,
+    /// Its authorization policy, converted from `route.authorization`.
+    pub authorization: Option<AuthorizationSettings>,
+    /// The workload identity (for `x-forwarded-client-cert`), when the config has one.
+    pub identity: Option<Arc<IdentityStore>>,
 }
 
 /// Builds one route's stack.
@@ -54,9 +60,16 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
                 }))
             },
         );
+    let denied = metrics.authz_denied.get_or_create(&p.labels).clone();
+    let authorization = p.authorization.map(|s| {
+        AuthorizationLayer::new(s).on_deny(Arc::new(move |_| {
+            denied.inc();
+        }))
+    });
     let filters = Filters::default()
         // [trace context]: the per-hop span and `traceparent` (tracing issue).
-        // [authorization]: who may call this route's models (mTLS issue).
+        // Who may call this route's models: before anything reads the body or spends a limit.
+        .then_unboxed(authorization)
         // [rate limit, concurrency]: shed before any body is read (limits issue).
         // Check input tensors against the model's metadata before the bytes travel; it reads
         // the protocol the caller speaks, so it sits before translation.
@@ -70,6 +83,7 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
             request: r.request_headers.clone(),
             response: r.response_headers.clone(),
             prefix: r.prefix_rewrite.clone(),
+            identity: p.identity.clone(),
         }))
         // The filters above, in that order; absent ones are not there at all.
         .layer(filters)

@@ -18,8 +18,9 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 
-use super::SendError;
+use super::{Dial, SendError};
 use crate::body::ProxyBody;
+use crate::tls::connect::Alpn;
 
 /// Connections kept per endpoint, busy and idle together; beyond this a request still gets a
 /// connection but it is not kept afterwards. Bounds file descriptors under a burst.
@@ -57,7 +58,7 @@ impl H1Pool {
         &self,
         mut req: Request<ProxyBody>,
         addr: SocketAddr,
-        connect_timeout: Duration,
+        dial: &Dial,
         idle_timeout: Duration,
     ) -> Result<Response<Incoming>, SendError> {
         let mut stale = 0;
@@ -72,7 +73,7 @@ impl H1Pool {
                 Some(sender) => sender,
                 // Boxed: connecting is rare, and inline its state would sit in every
                 // request's future (see `forward::handle`).
-                None => Box::pin(connect(addr, connect_timeout)).await?,
+                None => Box::pin(connect(addr, dial)).await?,
             };
             // The future owns everything it needs, so the handle can go back at once: it stays
             // not-ready until this response has been read.
@@ -175,11 +176,8 @@ async fn reap(shared: Weak<Shared>, idle_timeout: Duration) {
     }
 }
 
-async fn connect(
-    addr: SocketAddr,
-    connect_timeout: Duration,
-) -> Result<SendRequest<ProxyBody>, SendError> {
-    let stream = super::connect_tcp(addr, connect_timeout).await?;
+async fn connect(addr: SocketAddr, dial: &Dial) -> Result<SendRequest<ProxyBody>, SendError> {
+    let stream = dial.connect(addr, Alpn::Http1, None).await?;
     let (sender, conn) = http1::Builder::new()
         .handshake(TokioIo::new(stream))
         .await
@@ -251,7 +249,12 @@ mod tests {
         let pool = H1Pool::default();
         for i in 0..5 {
             let resp = pool
-                .send(get(&format!("/r{i}")), addr, SECOND, 60 * SECOND)
+                .send(
+                    get(&format!("/r{i}")),
+                    addr,
+                    &Dial::plain(SECOND),
+                    60 * SECOND,
+                )
                 .await
                 .unwrap();
             assert_eq!(text(resp).await, format!("GET /r{i}"));
@@ -265,9 +268,10 @@ mod tests {
         let (addr, accepted) = server().await;
         let pool = H1Pool::default();
         // Both are in flight at once: the first connection is busy when the second is sent.
+        let dial = Dial::plain(SECOND);
         let (a, b) = tokio::join!(
-            pool.send(get("/a"), addr, SECOND, 60 * SECOND),
-            pool.send(get("/b"), addr, SECOND, 60 * SECOND)
+            pool.send(get("/a"), addr, &dial, 60 * SECOND),
+            pool.send(get("/b"), addr, &dial, 60 * SECOND)
         );
         let (a, b) = (a.unwrap(), b.unwrap());
         assert_eq!(text(a).await, "GET /a");
@@ -275,7 +279,7 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
         for _ in 0..4 {
             let r = pool
-                .send(get("/c"), addr, SECOND, 60 * SECOND)
+                .send(get("/c"), addr, &Dial::plain(SECOND), 60 * SECOND)
                 .await
                 .unwrap();
             assert_eq!(text(r).await, "GET /c");
@@ -288,12 +292,12 @@ mod tests {
         let (addr, _) = server().await;
         let pool = H1Pool::default();
         let resp = pool
-            .send(get("/x"), addr, SECOND, 60 * SECOND)
+            .send(get("/x"), addr, &Dial::plain(SECOND), 60 * SECOND)
             .await
             .unwrap();
         drop(resp);
         let again = pool
-            .send(get("/y"), addr, SECOND, 60 * SECOND)
+            .send(get("/y"), addr, &Dial::plain(SECOND), 60 * SECOND)
             .await
             .unwrap();
         assert_eq!(text(again).await, "GET /y");
@@ -304,7 +308,10 @@ mod tests {
         let (addr, accepted) = server().await;
         let pool = H1Pool::default();
         let idle = Duration::from_millis(100);
-        let resp = pool.send(get("/x"), addr, SECOND, idle).await.unwrap();
+        let resp = pool
+            .send(get("/x"), addr, &Dial::plain(SECOND), idle)
+            .await
+            .unwrap();
         assert_eq!(text(resp).await, "GET /x");
         assert_eq!(pool.kept(), 1);
         tokio::time::sleep(idle * 3).await;
@@ -313,7 +320,10 @@ mod tests {
             0,
             "idle connection still kept after 3× the timeout"
         );
-        let resp = pool.send(get("/y"), addr, SECOND, idle).await.unwrap();
+        let resp = pool
+            .send(get("/y"), addr, &Dial::plain(SECOND), idle)
+            .await
+            .unwrap();
         assert_eq!(text(resp).await, "GET /y");
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
@@ -342,7 +352,7 @@ mod tests {
         let pool = H1Pool::default();
         for _ in 0..3 {
             let resp = pool
-                .send(get("/"), addr, SECOND, 60 * SECOND)
+                .send(get("/"), addr, &Dial::plain(SECOND), 60 * SECOND)
                 .await
                 .unwrap();
             assert_eq!(text(resp).await, "ok");
@@ -355,7 +365,10 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         drop(listener);
         let pool = H1Pool::default();
-        let err = pool.send(get("/"), addr, SECOND, SECOND).await.unwrap_err();
+        let err = pool
+            .send(get("/"), addr, &Dial::plain(SECOND), SECOND)
+            .await
+            .unwrap_err();
         assert!(matches!(err, SendError::Connect { .. }), "{err:?}");
     }
 }

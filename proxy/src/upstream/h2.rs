@@ -15,8 +15,9 @@ use hyper::body::Incoming;
 use hyper::client::conn::http2::{self, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
-use super::SendError;
+use super::{Dial, SendError};
 use crate::body::ProxyBody;
+use crate::tls::connect::Alpn;
 
 /// The endpoint's HTTP/2 connection, if one is open.
 #[derive(Debug, Default)]
@@ -34,13 +35,13 @@ impl H2Slot {
         &self,
         req: Request<ProxyBody>,
         addr: SocketAddr,
-        connect_timeout: Duration,
+        dial: &Dial,
     ) -> Result<Response<Incoming>, SendError> {
         let mut sender = match self.current() {
             Some(sender) => sender,
             // Boxed: connecting is rare, and inline its state would sit in every request's
             // future (see `forward::handle`).
-            None => Box::pin(self.connect(addr, connect_timeout)).await?,
+            None => Box::pin(self.connect(addr, dial)).await?,
         };
         // A connection that closed after we took it has not seen this request: as safe to
         // retry as a failed connect.
@@ -63,13 +64,13 @@ impl H2Slot {
     async fn connect(
         &self,
         addr: SocketAddr,
-        connect_timeout: Duration,
+        dial: &Dial,
     ) -> Result<SendRequest<ProxyBody>, SendError> {
         let _one_at_a_time = self.connecting.lock().await;
         if let Some(sender) = self.current() {
             return Ok(sender);
         }
-        let stream = super::connect_tcp(addr, connect_timeout).await?;
+        let stream = dial.connect(addr, Alpn::H2, None).await?;
         let (sender, conn) = http2::Builder::new(TokioExecutor::new())
             .timer(TokioTimer::new())
             .initial_stream_window_size(crate::h2_settings::H2_STREAM_WINDOW)

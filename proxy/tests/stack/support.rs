@@ -15,6 +15,7 @@ use ferry_proxy::shared::Shared;
 use ferry_proxy::stack::Context;
 use ferry_proxy::state::RouteStates;
 use ferry_proxy::table::Table;
+use ferry_proxy::tls::{IdentityStore, TlsFiles};
 use ferry_proxy::upstream::{MemoryUpstream, SendError, Transport};
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -78,15 +79,20 @@ impl Stack {
         let descriptors = Descriptors::load(&config).unwrap();
         let metrics = Arc::new(Metrics::new());
         let states = RouteStates::default();
+        let tls = TlsFiles::load(&config).unwrap();
+        let identity = Arc::new(IdentityStore::default());
+        identity.set(tls.identity.clone());
         let cx = Context {
             metrics: &metrics,
             states: &states,
             transport: &transport,
             access_log: None,
+            identity: &identity,
+            tls: &tls,
         };
         let table = Table::build(config, descriptors, None, cx).unwrap();
         Stack {
-            shared: Shared::new(table, metrics, states, None),
+            shared: Shared::new(table, metrics, states, None, identity),
             transport,
             seen,
         }
@@ -96,11 +102,15 @@ impl Stack {
     pub fn reload(&self, yaml: &str) {
         let config = parse(yaml);
         let descriptors = Descriptors::load(&config).unwrap();
+        let tls = TlsFiles::load(&config).unwrap();
+        self.shared.identity.set(tls.identity.clone());
         let cx = Context {
             metrics: &self.shared.metrics,
             states: &self.shared.routes,
             transport: &self.transport,
             access_log: None,
+            identity: &self.shared.identity,
+            tls: &tls,
         };
         let old = self.shared.table.load_full();
         let table = Table::build(config, descriptors, Some(&old), cx).unwrap();
