@@ -43,7 +43,14 @@ fn schema_is_json_and_names_the_top_level_keys() {
         .collect();
     assert_eq!(
         top,
-        BTreeSet::from(["apiVersion", "admin", "runtime", "listeners", "clusters"])
+        BTreeSet::from([
+            "apiVersion",
+            "admin",
+            "runtime",
+            "identity",
+            "listeners",
+            "clusters"
+        ])
     );
     assert_eq!(schema["required"], serde_json::json!(["apiVersion"]));
     let defs = schema["$defs"].as_object().unwrap();
