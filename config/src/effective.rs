@@ -18,18 +18,35 @@ use crate::ir::{
 };
 use crate::validate::{Parts, format_duration, format_percent};
 
+mod tls;
+
 /// Builds the final [`Config`] from validated parts.
 pub(crate) fn finish(parts: Parts) -> Config {
-    let effective = json!({
-        "apiVersion": API_VERSION,
-        "admin": { "address": parts.admin.address.to_string() },
-        "runtime": {
+    let mut effective = Map::new();
+    effective.insert("apiVersion".into(), API_VERSION.into());
+    effective.insert(
+        "admin".into(),
+        json!({ "address": parts.admin.address.to_string() }),
+    );
+    effective.insert(
+        "runtime".into(),
+        json!({
             "worker_threads": parts.runtime.worker_threads,
             "drain_timeout": format_duration(parts.runtime.drain_timeout),
-        },
-        "listeners": parts.listeners.iter().map(listener).collect::<Vec<_>>(),
-        "clusters": parts.clusters.iter().map(cluster).collect::<Vec<_>>(),
-    });
+        }),
+    );
+    if let Some(identity) = &parts.identity {
+        effective.insert("identity".into(), tls::identity(identity));
+    }
+    effective.insert(
+        "listeners".into(),
+        parts.listeners.iter().map(listener).collect(),
+    );
+    effective.insert(
+        "clusters".into(),
+        parts.clusters.iter().map(cluster).collect(),
+    );
+    let effective = Value::Object(effective);
     let digest = Sha256::digest(effective.to_string().as_bytes());
     let version = digest.iter().map(|b| format!("{b:02x}")).collect();
     Config {
@@ -64,12 +81,16 @@ fn listener(l: &Listener) -> Value {
         "request_headers_timeout".into(),
         format_duration(l.limits.request_headers_timeout.unwrap_or_default()).into(),
     );
-    json!({
-        "name": l.name,
-        "address": l.address.to_string(),
-        "limits": limits,
-        "routes": l.routes.iter().map(route).collect::<Vec<_>>(),
-    })
+    let mut out = Map::new();
+    out.insert("name".into(), l.name.clone().into());
+    out.insert("address".into(), l.address.to_string().into());
+    out.insert("limits".into(), limits.into());
+    out.insert("tls".into(), tls::listener_tls(&l.tls));
+    if let Some(a) = &l.authorization {
+        out.insert("authorization".into(), tls::authorization(a));
+    }
+    out.insert("routes".into(), l.routes.iter().map(route).collect());
+    Value::Object(out)
 }
 
 fn route(r: &Route) -> Value {
@@ -149,6 +170,9 @@ fn route(r: &Route) -> Value {
     }
     if let Some(v) = &r.validate_tensors {
         out.insert("validate_tensors".into(), validate_tensors(v));
+    }
+    if let Some(a) = &r.authorization {
+        out.insert("authorization".into(), tls::authorization(a));
     }
     Value::Object(out)
 }
@@ -341,5 +365,8 @@ fn cluster(c: &Cluster) -> Value {
         }),
     };
     out.insert("outlier".into(), outlier);
+    if let Some(t) = &c.tls {
+        out.insert("tls".into(), tls::cluster_tls(t));
+    }
     Value::Object(out)
 }

@@ -12,6 +12,7 @@ mod route;
 mod scalars;
 mod shorthand;
 mod tensors;
+mod tls;
 
 pub use cluster::{DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol};
 pub use route::{
@@ -20,8 +21,12 @@ pub use route::{
     TranslateProtocolSpec, TranslateSpec, UnknownFieldsSpec, UpstreamBinarySpec, WireSpec,
 };
 pub use scalars::{DurationText, HeaderNameText, HostPortText, PercentText, SocketAddrText, Text};
-pub use shorthand::{HeaderValues, MatchSpec, Methods, StringMatchSpec, To, WeightedTarget};
+pub use shorthand::{HeaderValues, MatchSpec, Methods, Paths, StringMatchSpec, To, WeightedTarget};
 pub use tensors::{MetadataSourceSpec, ModelTensorsSpec, TensorSpec, ValidateTensorsSpec};
+pub use tls::{
+    AuthorizationSpec, AuthzDecisionSpec, AuthzRuleSpec, ClusterTlsModeSpec, ClusterTlsSpec,
+    IdentityMatcherSpec, IdentitySpec, ListenerTlsSpec, ModelNameMatcherSpec, TlsModeSpec,
+};
 
 /// A ferry route config file.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -36,6 +41,9 @@ pub struct RawConfig {
     pub admin: Option<AdminSpec>,
     /// Process-wide settings; changing them needs a restart.
     pub runtime: Option<RuntimeSpec>,
+    /// This workload's certificate, key and trust bundles, for mutual TLS; needed by listeners
+    /// with `tls.mode` strict or permissive and clusters with `tls.mode: mesh`.
+    pub identity: Option<IdentitySpec>,
     /// Data-plane listeners.
     #[serde(default)]
     pub listeners: Vec<RawListener>,
@@ -75,6 +83,11 @@ pub struct RawListener {
     pub address: SocketAddrText,
     /// Per-request limits.
     pub limits: Option<ListenerLimitsSpec>,
+    /// TLS termination. Default `{mode: disabled}`.
+    pub tls: Option<ListenerTlsSpec>,
+    /// Who may call this listener (checked before routing, so model-scoped rules here never
+    /// match); omitted = anyone.
+    pub authorization: Option<AuthorizationSpec>,
     /// Routes, matched first to last.
     #[serde(default)]
     pub routes: Vec<RawRoute>,

@@ -9,15 +9,17 @@ use std::time::Duration;
 
 use crate::defaults;
 use crate::error::ConfigError;
-use crate::ir::{Admin, Cluster, Listener, ListenerLimits, ListenerTls, Runtime};
+use crate::ir::{Admin, Cluster, Listener, ListenerLimits, Runtime};
 use crate::raw::{DurationText, RawConfig, RawListener, SocketAddrText};
 use crate::yaml::PosIndex;
 
 mod cluster;
 mod matchers;
 mod route;
+mod spiffe;
 mod template;
 mod tensors;
+mod tls;
 mod transcode;
 mod values;
 
@@ -143,11 +145,14 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig) -> Parts {
         defaults::DRAIN_TIMEOUT,
     );
 
-    let clusters = cluster::clusters(ctx, &raw.clusters);
+    let identity = tls::identity(ctx, raw.identity.as_ref());
+    // An identity with errors still counts as present: its own errors are the ones to fix.
+    let has_identity = raw.identity.is_some();
+    let clusters = cluster::clusters(ctx, &raw.clusters, has_identity);
     let mut names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    let listeners = listeners(ctx, &raw.listeners, admin_address, &names);
+    let listeners = listeners(ctx, &raw.listeners, admin_address, &names, has_identity);
     Parts {
         admin: Admin {
             address: admin_address,
@@ -158,7 +163,7 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig) -> Parts {
         },
         listeners,
         clusters,
-        identity: None,
+        identity,
     }
 }
 
@@ -167,6 +172,7 @@ fn listeners(
     raw: &[RawListener],
     admin: SocketAddr,
     clusters: &[&str],
+    has_identity: bool,
 ) -> Vec<Listener> {
     let mut names: HashMap<&str, usize> = HashMap::new();
     // Port 0 asks the OS for a fresh port, so two such listeners never collide.
@@ -206,8 +212,12 @@ fn listeners(
             address: address.unwrap_or(defaults::ADMIN_ADDRESS),
             routes,
             limits,
-            tls: ListenerTls::default(),
-            authorization: None,
+            tls: tls::listener_tls(ctx, &format!("{path}.tls"), l.tls.as_ref(), has_identity),
+            authorization: tls::authorization(
+                ctx,
+                &format!("{path}.authorization"),
+                l.authorization.as_ref(),
+            ),
         });
     }
     out

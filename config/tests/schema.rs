@@ -43,7 +43,14 @@ fn schema_is_json_and_names_the_top_level_keys() {
         .collect();
     assert_eq!(
         top,
-        BTreeSet::from(["apiVersion", "admin", "runtime", "listeners", "clusters"])
+        BTreeSet::from([
+            "apiVersion",
+            "admin",
+            "runtime",
+            "identity",
+            "listeners",
+            "clusters"
+        ])
     );
     assert_eq!(schema["required"], serde_json::json!(["apiVersion"]));
     let defs = schema["$defs"].as_object().unwrap();
@@ -107,4 +114,86 @@ fn collect_keys(v: &Value, out: &mut BTreeSet<String>) {
         Value::Array(items) => items.iter().for_each(|v| collect_keys(v, out)),
         _ => {}
     }
+}
+
+#[test]
+fn tls_and_authorization_are_in_the_schema() {
+    let schema = ferry_config::json_schema();
+    let defs = schema["$defs"].as_object().unwrap();
+    let props = |def: &str| -> BTreeSet<String> {
+        defs[def]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("$defs/{def} has no properties"))
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(props("Identity"), set(&["cert", "key", "trust"]));
+    assert_eq!(
+        props("ListenerTls"),
+        set(&["mode", "peers", "handshake_timeout"])
+    );
+    assert_eq!(props("Authorization"), set(&["default", "rules"]));
+    assert_eq!(props("AuthzRule"), set(&["allow", "models"]));
+    assert_eq!(
+        props("IdentityMatcher"),
+        set(&["exact", "prefix", "trust_domain"])
+    );
+    assert_eq!(props("ModelNameMatcher"), set(&["exact", "prefix"]));
+    assert_eq!(props("ClusterTls"), set(&["mode", "server", "sni", "ca"]));
+    for (def, field) in [
+        ("Listener", "tls"),
+        ("Listener", "authorization"),
+        ("Route", "authorization"),
+        ("Cluster", "tls"),
+    ] {
+        assert!(props(def).contains(field), "$defs/{def} lacks {field}");
+    }
+    assert_eq!(defs["ClusterTls"]["required"], serde_json::json!(["mode"]));
+    assert_eq!(defs["AuthzRule"]["properties"]["allow"]["minItems"], 1);
+    assert_eq!(defs["IdentityMatcher"]["maxProperties"], 1);
+    for def in [
+        "Identity",
+        "ListenerTls",
+        "Authorization",
+        "AuthzRule",
+        "ClusterTls",
+    ] {
+        assert_eq!(defs[def]["additionalProperties"], false, "{def}");
+    }
+}
+
+#[test]
+fn every_key_of_an_effective_tls_config_is_in_the_schema() {
+    let text = "apiVersion: ferry/v1
+identity: { cert: c.pem, key: k.pem, trust: ca.pem }
+listeners:
+  - name: in
+    address: 127.0.0.1:1
+    tls: { mode: strict, peers: { prefix: \"spiffe://td/ns/a/\" } }
+    authorization:
+      default: deny
+      rules: [{ allow: [{ trust_domain: td }], models: [{ prefix: m }] }]
+    routes:
+      - name: r
+        to: mesh
+        authorization: { rules: [{ allow: [{ exact: spiffe://td/ns/a/sa/b }] }] }
+clusters:
+  - { name: mesh, endpoints: [127.0.0.1:2], tls: { mode: mesh, server: { exact: spiffe://td/x }, sni: a.b } }
+  - { name: web, endpoints: [127.0.0.1:3], tls: { mode: server, sni: a.b, ca: [ca.pem] } }
+";
+    let config = ferry_config::parse("tls.yaml", text).unwrap();
+    let mut names = BTreeSet::new();
+    property_names(&ferry_config::json_schema(), &mut names);
+    let mut keys = BTreeSet::new();
+    collect_keys(&config.effective_json, &mut keys);
+    for key in ["identity", "tls", "authorization", "peers", "server", "ca"] {
+        assert!(keys.contains(key), "effective config lacks {key}");
+    }
+    let unknown: Vec<&String> = keys.iter().filter(|k| !names.contains(*k)).collect();
+    assert!(
+        unknown.is_empty(),
+        "effective config keys not in schema: {unknown:?}"
+    );
 }

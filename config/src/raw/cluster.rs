@@ -29,6 +29,8 @@ pub struct RawCluster {
     pub idle_timeout: Option<DurationText>,
     /// Passive outlier detection; omitted = on with defaults, `{enabled: false}` = off.
     pub outlier: Option<OutlierSpec>,
+    /// TLS to the endpoints; omitted = plaintext.
+    pub tls: Option<super::ClusterTlsSpec>,
 }
 
 /// DNS-discovered endpoints.

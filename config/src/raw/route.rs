@@ -35,6 +35,9 @@ pub struct RawRoute {
     /// Check OIP infer requests' input tensors against model metadata before forwarding;
     /// omitted = no check.
     pub validate_tensors: Option<super::ValidateTensorsSpec>,
+    /// Who may call this route, by peer identity and model (on top of the listener's
+    /// `authorization`); omitted = anyone the listener admits.
+    pub authorization: Option<super::AuthorizationSpec>,
 }
 
 /// Protocol translation on a route: `{from: rest, to: grpc, protocol: oip-v2}` or the reverse,

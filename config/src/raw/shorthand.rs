@@ -225,3 +225,76 @@ impl JsonSchema for HeaderValues {
         })
     }
 }
+
+/// One file path or a list of them (`trust: ca.crt` or `trust: [old.crt, new.crt]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Paths {
+    /// The short form: a single path.
+    One(Text),
+    /// The long form, in file order.
+    Many(Vec<Text>),
+}
+
+impl Paths {
+    /// Each path with its field path below `field` (`field` itself for the short form,
+    /// `field[i]` for the long one), so errors point at the right text.
+    pub fn located<'a>(&'a self, field: &'a str) -> impl Iterator<Item = (String, &'a Text)> {
+        let list = match self {
+            Paths::One(text) => std::slice::from_ref(text),
+            Paths::Many(list) => list.as_slice(),
+        };
+        let single = matches!(self, Paths::One(_));
+        list.iter().enumerate().map(move |(i, text)| {
+            let at = if single {
+                field.to_owned()
+            } else {
+                format!("{field}[{i}]")
+            };
+            (at, text)
+        })
+    }
+
+    /// True for an empty list.
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Paths::Many(list) if list.is_empty())
+    }
+}
+
+impl<'de> Deserialize<'de> for Paths {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Paths;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a file path or a list of file paths")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Paths::One(Text(v.to_owned())))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(t) = seq.next_element::<Text>()? {
+                    out.push(t);
+                }
+                Ok(Paths::Many(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for Paths {
+    fn schema_name() -> Cow<'static, str> {
+        "Paths".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A file path or a list of file paths, relative to the config file's directory.",
+            "anyOf": [
+                { "type": "string" },
+                { "type": "array", "items": { "type": "string" } }
+            ],
+            "examples": ["/var/run/ferry/ca.crt", ["old-ca.crt", "new-ca.crt"]]
+        })
+    }
+}

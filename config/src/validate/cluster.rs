@@ -1,4 +1,4 @@
-//! Clusters: endpoint source, protocol, load balancing, timeouts and outlier detection.
+//! Clusters: endpoint source, protocol, load balancing, timeouts, outlier detection and TLS.
 
 use std::collections::HashMap;
 
@@ -8,7 +8,7 @@ use crate::defaults;
 use crate::ir::{Cluster, Endpoints, LbPolicy, OutlierDetection, UpstreamProtocol};
 use crate::raw::{OutlierSpec, RawCluster, RawLb, RawProtocol};
 
-pub(super) fn clusters(ctx: &mut Ctx<'_>, raw: &[RawCluster]) -> Vec<Cluster> {
+pub(super) fn clusters(ctx: &mut Ctx<'_>, raw: &[RawCluster], has_identity: bool) -> Vec<Cluster> {
     let mut names: HashMap<&str, usize> = HashMap::new();
     let mut out = Vec::with_capacity(raw.len());
     for (i, c) in raw.iter().enumerate() {
@@ -22,14 +22,13 @@ pub(super) fn clusters(ctx: &mut Ctx<'_>, raw: &[RawCluster]) -> Vec<Cluster> {
                 ),
             );
         }
-        out.push(cluster(ctx, &path, c));
+        out.push(cluster(ctx, &path, c, has_identity));
     }
     out
 }
 
-fn cluster(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster) -> Cluster {
+fn cluster(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster, has_identity: bool) -> Cluster {
     Cluster {
-        tls: None,
         name: c.name.0.clone(),
         // A stand-in when invalid: the recorded error keeps this config from being used.
         endpoints: endpoints(ctx, path, c).unwrap_or(Endpoints::Static(Vec::new())),
@@ -55,6 +54,7 @@ fn cluster(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster) -> Cluster {
             defaults::CLUSTER_IDLE_TIMEOUT,
         ),
         outlier: outlier(ctx, &format!("{path}.outlier"), c.outlier.as_ref()),
+        tls: super::tls::cluster_tls(ctx, &format!("{path}.tls"), c.tls.as_ref(), has_identity),
     }
 }
 

@@ -85,7 +85,6 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str]) -> Rout
         })
     });
     Route {
-        authorization: None,
         name: r.name.0.clone(),
         matcher,
         // A stand-in when invalid: the errors already recorded stop this config being used.
@@ -113,6 +112,11 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str]) -> Rout
         validate_tensors: r.validate_tensors.as_ref().and_then(|spec| {
             super::tensors::validate_tensors(ctx, &format!("{path}.validate_tensors"), spec)
         }),
+        authorization: super::tls::authorization(
+            ctx,
+            &format!("{path}.authorization"),
+            r.authorization.as_ref(),
+        ),
     }
 }
 

@@ -134,6 +134,31 @@ pub(crate) fn parse_host_port(text: &str) -> Result<HostPort, String> {
     })
 }
 
+/// Validates a TLS server name (SNI) as rustls will: a DNS name whose last label is not a
+/// number (it would read as an IPv4 address). Lower-cased.
+pub(crate) fn parse_sni(text: &str) -> Result<String, String> {
+    const EXAMPLE: &str = "\"triton.models.svc.cluster.local\"";
+    if text.parse::<std::net::IpAddr>().is_ok() {
+        return Err(format!(
+            "SNI {text:?} is an IP address (expected a DNS name such as {EXAMPLE}, or sni omitted)"
+        ));
+    }
+    let host = text.strip_suffix('.').unwrap_or(text);
+    let last = host.rsplit('.').next().unwrap_or_default();
+    let hex = |s: &str| s.bytes().all(|b| b.is_ascii_hexdigit());
+    let numeric = last.bytes().all(|b| b.is_ascii_digit())
+        || last
+            .strip_prefix("0x")
+            .or_else(|| last.strip_prefix("0X"))
+            .is_some_and(hex);
+    if text.len() > 253 || !is_dns_name(text) || numeric {
+        return Err(format!(
+            "invalid SNI {text:?} (expected a DNS name such as {EXAMPLE})"
+        ));
+    }
+    Ok(text.to_ascii_lowercase())
+}
+
 fn is_dns_name(host: &str) -> bool {
     let host = host.strip_suffix('.').unwrap_or(host);
     !host.is_empty()
