@@ -1,7 +1,8 @@
 //! charts/ferry with a real helm binary: `helm lint --strict`, `helm template` with default and
 //! non-default values validated against the Kubernetes 1.31 schemas, schema violations failing,
 //! the injector flags in the Deployment accepted by `ferry injector`, and the default mesh
-//! route config agreeing with the sidecar's ports.
+//! route config agreeing with the sidecar's ports and certificate paths, following `mesh.mtls`
+//! and `mesh.meshedHosts`, and parsing as a ferry config.
 
 #![allow(
     clippy::unwrap_used,
@@ -198,6 +199,8 @@ fn schema_violations_fail() {
         ("meshConfig.modelPort=15006", "meshConfig.modelPort"),
         ("sidecar.bogus=1", "bogus"),
         ("sidecar.redirect.mode=tproxy", "sidecar.redirect.mode"),
+        ("mesh.mtls=optional", "mesh.mtls"),
+        ("mesh.meshedHosts[0].suffix=.svc", "mesh.meshedHosts"),
     ] {
         let chart = chart();
         for verb in [&["template", "ferry"][..], &["lint", "--strict"][..]] {
@@ -240,11 +243,136 @@ fn mesh_config_matches_the_sidecar_contract() {
     );
 }
 
+/// The mesh route config of a render (the first ConfigMap's `config.yaml`).
+fn mesh_config(name: &str, extra: &[&str]) -> Value {
+    let (_, objects) = template(name, extra);
+    let cm = find(&objects, "ConfigMap")[0];
+    let text = cm["data"]["config.yaml"].as_str().unwrap();
+    document::split(text)[0].parse().unwrap()
+}
+
+fn named<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {list}"))
+}
+
+fn no_cluster_tls(config: &Value) -> bool {
+    let clusters = config["clusters"].as_array().unwrap();
+    clusters.iter().all(|c| c.get("tls").is_none())
+}
+
+/// Default: the pod's CSI certificate is the identity, inbound is permissive for the trust
+/// domain, outbound stays plaintext passthrough (so every pair of pods interoperates).
+#[test]
+fn mesh_config_mtls_defaults() {
+    let config = mesh_config("chart-mtls-default", &[]);
+    let dir = ferry_inject::sidecar::CERTS_DIR;
+    assert_eq!(config["identity"]["cert"], format!("{dir}/tls.crt"));
+    assert_eq!(config["identity"]["key"], format!("{dir}/tls.key"));
+    assert_eq!(
+        config["identity"]["trust"],
+        serde_json::json!([format!("{dir}/ca.crt")])
+    );
+    let inbound = named(&config["listeners"], "inbound");
+    assert_eq!(inbound["tls"]["mode"], "permissive");
+    assert_eq!(inbound["tls"]["peers"]["trust_domain"], "cluster.local");
+    let outbound = named(&config["listeners"], "outbound");
+    assert_eq!(outbound["routes"].as_array().unwrap().len(), 1);
+    assert_eq!(outbound["routes"][0]["name"], "by-authority");
+    assert!(no_cluster_tls(&config));
+}
+
+/// `mesh.mtls: strict` and `mesh.meshedHosts`: one route per pattern ahead of the plaintext
+/// passthrough, to a cluster that originates mesh TLS checking the server's trust domain.
+#[test]
+fn mesh_config_strict_with_meshed_hosts() {
+    let config = mesh_config(
+        "chart-mtls-strict",
+        &[
+            "--set",
+            "mesh.mtls=strict",
+            "--set",
+            "mesh.trustDomain=prod.example",
+            "--set-json",
+            r#"mesh.meshedHosts=["triton.models:8000",{"prefix":"llm."},{"regex":"[a-z0-9-]+\\.models(\\.svc)?"}]"#,
+        ],
+    );
+    let inbound = named(&config["listeners"], "inbound");
+    assert_eq!(inbound["tls"]["mode"], "strict");
+    assert_eq!(inbound["tls"]["peers"]["trust_domain"], "prod.example");
+    let routes = named(&config["listeners"], "outbound")["routes"]
+        .as_array()
+        .unwrap();
+    let names: Vec<&str> = routes.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["meshed-0", "meshed-1", "meshed-2", "by-authority"]);
+    assert_eq!(routes[0]["match"]["authority"], "triton.models:8000");
+    assert_eq!(routes[1]["match"]["authority"]["prefix"], "llm.");
+    assert_eq!(
+        routes[2]["match"]["authority"]["regex"],
+        r"[a-z0-9-]+\.models(\.svc)?"
+    );
+    assert!(routes[..3].iter().all(|r| r["to"] == "meshed"));
+    let meshed = named(&config["clusters"], "meshed");
+    assert_eq!(meshed["original_authority"]["default_port"], 80);
+    assert_eq!(meshed["tls"]["mode"], "mesh");
+    assert_eq!(meshed["tls"]["server"]["trust_domain"], "prod.example");
+    assert!(
+        named(&config["clusters"], "passthrough")
+            .get("tls")
+            .is_none()
+    );
+}
+
+/// Without workload certificates there is no identity and no TLS; combinations that cannot
+/// work fail the render, naming the value.
+#[test]
+fn mesh_config_without_certs_or_mtls() {
+    for extra in [
+        &["--set", "mesh.workloadCerts.mode=none"][..],
+        &["--set", "mesh.mtls=disabled"][..],
+    ] {
+        let config = mesh_config("chart-mtls-off", extra);
+        assert!(config.get("identity").is_none(), "{extra:?}: {config}");
+        assert!(named(&config["listeners"], "inbound").get("tls").is_none());
+        assert!(no_cluster_tls(&config));
+    }
+    for (sets, expect) in [
+        (
+            &["mesh.workloadCerts.mode=none", "mesh.mtls=strict"][..],
+            "mesh.mtls",
+        ),
+        (
+            &["mesh.workloadCerts.mode=none", "mesh.meshedHosts[0]=a.b"][..],
+            "mesh.meshedHosts",
+        ),
+        (
+            &["mesh.mtls=disabled", "mesh.meshedHosts[0]=a.b"][..],
+            "mesh.meshedHosts",
+        ),
+    ] {
+        // `helm lint` reports a template's `fail` as INFO, by design, so only rendering (what
+        // `helm install` does) is checked here.
+        let chart = chart();
+        let mut args = vec!["template", "ferry", chart.to_str().unwrap()];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let out = helm(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{sets:?} rendered");
+        assert!(stderr.contains(expect), "{sets:?}: no {expect}:\n{stderr}");
+    }
+}
+
 /// The default mesh ConfigMap, with default and with every optional section switched on, is a
-/// valid ferry route config.
+/// valid ferry route config. The default and mTLS variants need `identity` and `tls` in
+/// `ferry_config` (issue 15).
 #[test]
 fn mesh_config_parses_as_ferry_config() {
-    let variants: [(&str, &[&str]); 2] = [
+    let variants: [(&str, &[&str]); 4] = [
         ("chart-mesh-default", &[]),
         (
             "chart-mesh-full",
@@ -253,16 +381,29 @@ fn mesh_config_parses_as_ferry_config() {
                 "mesh.tracingEndpoint=http://otel-collector.observability:4317",
                 "--set",
                 "meshConfig.modelPort=8000",
+                "--set",
+                "mesh.mtls=strict",
+                "--set-json",
+                r#"mesh.meshedHosts=["triton.models:8000",{"prefix":"llm."},{"regex":"[a-z0-9-]+\\.models(\\.svc)?"}]"#,
             ],
         ),
+        (
+            "chart-mesh-no-certs",
+            &["--set", "mesh.workloadCerts.mode=none"],
+        ),
+        ("chart-mesh-mtls-disabled", &["--set", "mesh.mtls=disabled"]),
     ];
+    let mut rejected = Vec::new();
     for (name, extra) in variants {
         let (_, objects) = template(name, extra);
         for cm in find(&objects, "ConfigMap") {
             let text = cm["data"]["config.yaml"].as_str().unwrap();
             if let Err(errors) = ferry_config::parse("config.yaml", text) {
-                panic!("{name}: chart route config rejected:\n{errors}\n---\n{text}");
+                rejected.push(format!(
+                    "{name}: chart route config rejected:\n{errors}\n---\n{text}"
+                ));
             }
         }
     }
+    assert!(rejected.is_empty(), "{}", rejected.join("\n\n"));
 }
