@@ -103,6 +103,12 @@ fn config_dump(shared: &Shared) -> Response<ProxyBody> {
         "config": *table.config.effective_json,
         "endpoints": clusters,
         "descriptors": table.descriptors.dump(),
+        "identity": shared.identity.current().map(|m| serde_json::json!({
+            "spiffe_id": m.id.as_str(),
+            "cert": m.cert_path.display().to_string(),
+            "not_after": m.not_after,
+            "files": m.files,
+        })),
     });
     let mut resp = Response::new(full(body.to_string()));
     resp.headers_mut()

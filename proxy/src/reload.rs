@@ -80,8 +80,7 @@ pub(crate) async fn watch<R: Reloadable>(
             (
                 table.config.version.clone(),
                 table.descriptors.fingerprint(),
-                i.shared().identity.current().map(|m| m.files.clone()),
-                String::new(),
+                table.tls_fingerprint.clone(),
             )
         }
         None => return,
@@ -127,7 +126,6 @@ pub(crate) async fn watch<R: Reloadable>(
         let version = (
             config.version.clone(),
             descriptors.fingerprint(),
-            tls.identity.as_ref().map(|m| m.files.clone()),
             tls.fingerprint(),
         );
         if version == last_version {

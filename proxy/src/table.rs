@@ -38,6 +38,9 @@ pub struct Table {
     pub clusters: HashMap<String, Arc<Cluster>>,
     /// The descriptor sets of `protocol: descriptor` routes (kept for `/config_dump`).
     pub descriptors: Descriptors,
+    /// The contents of the TLS files it was built with (reload compares it: a rotation
+    /// changes files, not the config).
+    pub tls_fingerprint: String,
 }
 
 /// One listener's routes, limits and stack.
@@ -212,6 +215,7 @@ impl Table {
             listeners,
             clusters,
             descriptors,
+            tls_fingerprint: cx.tls.fingerprint(),
         })
     }
 }
