@@ -33,4 +33,6 @@ pub struct AccessRecord {
     pub upstream_duration: Option<Duration>,
     /// Attempts made (1 = no retry).
     pub attempts: u32,
+    /// The caller's verified SPIFFE ID (mutual TLS), if any.
+    pub peer_identity: Option<Arc<str>>,
 }

@@ -160,11 +160,13 @@ where
         let outcome = Arc::new(Outcome::default());
         req.extensions_mut().insert(outcome.clone());
         // Only the access log needs these; without one, nothing is copied per request.
-        let seen = self
-            .shared
-            .access_log
-            .is_some()
-            .then(|| (req.method().clone(), req.uri().path().to_owned()));
+        let seen = self.shared.access_log.is_some().then(|| Seen {
+            method: req.method().clone(),
+            path: req.uri().path().to_owned(),
+            peer_identity: ferry_filters::connection::Connection::of(&req)
+                .and_then(|c| c.identity.as_ref())
+                .map(|i| i.0.clone()),
+        });
         ResponseFuture {
             inner: self.inner.call(req),
             done: Some(Pending {
@@ -177,13 +179,21 @@ where
     }
 }
 
+/// What the access record needs from the request, copied only when there is an access log.
+#[derive(Debug)]
+struct Seen {
+    method: http::Method,
+    path: String,
+    peer_identity: Option<Arc<str>>,
+}
+
 /// What is recorded once the answer is ready.
 #[derive(Debug)]
 struct Pending {
     recorder: Arc<Recorder>,
     start: Instant,
     outcome: Arc<Outcome>,
-    seen: Option<(http::Method, String)>,
+    seen: Option<Seen>,
 }
 
 pin_project_lite::pin_project! {
@@ -222,7 +232,7 @@ impl Recorder {
         resp: &Response<ProxyBody>,
         duration: Duration,
         outcome: &Outcome,
-        seen: Option<(http::Method, String)>,
+        seen: Option<Seen>,
     ) {
         let code = resp.status().as_u16();
         let forwarded = outcome.forwarded.lock().ok().and_then(|f| f.clone());
@@ -258,7 +268,15 @@ impl Recorder {
                     .observe(duration.as_secs_f64());
             }
         }
-        let (Some(tx), Some((method, path))) = (&self.access_log, seen) else {
+        let (
+            Some(tx),
+            Some(Seen {
+                method,
+                path,
+                peer_identity,
+            }),
+        ) = (&self.access_log, seen)
+        else {
             return;
         };
         let (model, model_version) = match outcome.model.get() {
@@ -278,6 +296,7 @@ impl Recorder {
             duration,
             upstream_duration: forwarded.as_ref().map(|f| f.upstream_duration),
             attempts: forwarded.as_ref().map(|f| f.attempts).unwrap_or(0),
+            peer_identity,
         });
     }
 }
