@@ -31,3 +31,6 @@ pub fn identity_match(m: &IdentityMatcher) -> Result<IdentityMatch, SpiffeIdErro
         IdentityMatcher::TrustDomain(td) => IdentityMatch::trust_domain(td),
     }
 }
+
+#[cfg(test)]
+mod tests;
