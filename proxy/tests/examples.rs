@@ -91,7 +91,19 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 /// (canonical paths).
 async fn load_as_the_proxy_does(path: &Path) -> Vec<PathBuf> {
     let shown = path.display();
-    let config = ferry_config::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut config = ferry_config::load(path).unwrap_or_else(|e| panic!("{e}"));
+    // Examples with an identity name certificate files a deployment mounts; load a copy of the
+    // file beside throwaway ones written where its relative paths point.
+    let _pki = if config.identity.is_some() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join(path.file_name().unwrap());
+        std::fs::copy(path, &copy).unwrap();
+        config = ferry_config::load(&copy).unwrap_or_else(|e| panic!("{e}"));
+        write_pki(config.identity.as_ref().unwrap());
+        Some(dir)
+    } else {
+        None
+    };
     let descriptors = Descriptors::load_async(&config)
         .await
         .unwrap_or_else(|e| panic!("{shown}:\n{e}"));
@@ -206,4 +218,26 @@ async fn every_example_file_loads_as_the_proxy_loads_it() {
         "examples/ files this test does not check (teach it, or remove them):\n{}",
         uncovered.join("\n")
     );
+}
+
+/// A throwaway CA and workload certificate (SPIFFE URI SAN) at the identity's paths.
+fn write_pki(identity: &ferry_config::Identity) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, SanType};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    let uri = "spiffe://cluster.local/ns/models/sa/example".to_owned();
+    params.subject_alt_names = vec![SanType::URI(uri.try_into().unwrap())];
+    let cert = params.signed_by(&key, &ca).unwrap();
+    let write = |path: &Path, text: String| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(&identity.cert, cert.pem());
+    write(&identity.key, key.serialize_pem());
+    for trust in &identity.trust {
+        write(trust, ca.pem());
+    }
 }
