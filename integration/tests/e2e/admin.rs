@@ -112,11 +112,23 @@ async fn validate_reports_every_error_with_position_and_exits_64() -> anyhow::Re
         assert!(hit, "no error mentions {needle:?}:\n{out}");
     }
 
-    // Every shipped example, descriptor sets included, validates from a clean checkout.
+    // Every shipped example, descriptor sets included, validates from a clean checkout. An
+    // example naming an identity is validated as a copy beside throwaway certificates written
+    // where its relative paths point (a pod mounts real ones).
+    let pki = tempfile::tempdir()?;
     let mut examples = Vec::new();
     for entry in std::fs::read_dir(workspace::root().join("examples"))? {
         let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "yaml") {
+        if !path.extension().is_some_and(|e| e == "yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)?;
+        if text.contains("\nidentity:") {
+            let copy = pki.path().join(path.file_name().unwrap_or_default());
+            std::fs::write(&copy, &text)?;
+            write_example_pki(&pki.path().join("certs")).await?;
+            examples.push(copy);
+        } else {
             examples.push(path);
         }
     }
@@ -140,6 +152,91 @@ async fn validate_reports_an_unknown_field_together_with_other_errors() -> anyho
     for needle in ["colour", "nowhere"] {
         let hit = located.iter().any(|l| l.contains(needle));
         assert!(hit, "no error mentions {needle:?}:\n{out}");
+    }
+    Ok(())
+}
+
+/// `certs/{ca.crt,tls.crt,tls.key}` made with the openssl CLI (a CA and a workload certificate
+/// with a SPIFFE URI SAN), as `examples/mtls.yaml` names them.
+async fn write_example_pki(dir: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir)?;
+    let ext = dir.join("ext.cnf");
+    std::fs::write(
+        &ext,
+        "[leaf]\nsubjectAltName=URI:spiffe://cluster.local/ns/models/sa/example\n",
+    )?;
+    let d = |f: &str| dir.join(f).display().to_string();
+    let steps: [Vec<String>; 4] = [
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-subj",
+            "/CN=example CA",
+            "-days",
+            "2",
+            "-keyout",
+            &d("ca.key"),
+            "-out",
+            &d("ca.crt"),
+        ]
+        .map(String::from)
+        .to_vec(),
+        [
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-subj",
+            "/CN=example",
+            "-keyout",
+            &d("tls.key"),
+            "-out",
+            &d("tls.csr"),
+        ]
+        .map(String::from)
+        .to_vec(),
+        [
+            "x509",
+            "-req",
+            "-in",
+            &d("tls.csr"),
+            "-CA",
+            &d("ca.crt"),
+            "-CAkey",
+            &d("ca.key"),
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            &d("ext.cnf"),
+            "-extensions",
+            "leaf",
+            "-out",
+            &d("tls.crt"),
+        ]
+        .map(String::from)
+        .to_vec(),
+        ["version"].map(String::from).to_vec(),
+    ];
+    for args in steps {
+        let out = tokio::process::Command::new("openssl")
+            .args(&args)
+            .output()
+            .await
+            .context("running openssl (the base image must provide it)")?;
+        anyhow::ensure!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     Ok(())
 }
