@@ -11,6 +11,7 @@
 
 mod support;
 
+mod authorization;
 mod errors;
 mod reload;
 mod retries;

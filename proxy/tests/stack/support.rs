@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use ferry_filters::connection::Connection;
+use ferry_filters::connection::{Connection, PeerIdentity};
 use ferry_proxy::body::{BoxError, ProxyBody, full};
 use ferry_proxy::descriptors::Descriptors;
 use ferry_proxy::listener::serve_connection;
@@ -135,6 +135,26 @@ impl Stack {
     pub async fn h1(&self, listener: &str, req: Request<Full<Bytes>>) -> Answer {
         let (client, server) = tokio::io::duplex(1 << 20);
         self.serve(listener, server);
+        let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(client))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        collect(send.send_request(req).await.unwrap()).await
+    }
+
+    /// [`Stack::h1`] on a connection whose peer proved `identity` (as a mutual-TLS listener
+    /// records it), with a made-up certificate hash.
+    pub async fn h1_as(&self, listener: &str, identity: &str, req: Request<Full<Bytes>>) -> Answer {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let mut conn = Connection::plaintext(listener.into(), "192.0.2.8:40000".parse().unwrap());
+        conn.identity = Some(PeerIdentity(identity.into()));
+        conn.peer_cert_sha256 = Some("ab".repeat(32).into());
+        tokio::spawn(serve_connection(
+            server,
+            Arc::new(conn),
+            self.shared.clone(),
+            None,
+        ));
         let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(client))
             .await
             .unwrap();
