@@ -33,6 +33,9 @@ pub struct Routes {
     pub model_sniff_bytes: usize,
     /// The listener's `authorization`, if any.
     pub authorization: Option<ListenerAuthorization>,
+    /// Read the model from the body when the path does not name it: some route matches on
+    /// the model, or some authorization rule (listener or route) names models.
+    pub sniff_model: bool,
 }
 
 /// A listener's authorization policy. Routing checks it once it knows the route and model, so
@@ -130,7 +133,7 @@ impl tower::Service<Request<ProxyBody>> for Routing {
         // headers, so reading it costs no extra wait and lets logs and metrics name the model.
         let oip_grpc =
             model_name::is_oip_grpc_model_method(path) && headers::is_grpc(req.headers());
-        if model.is_none() && (self.routes.router.uses_model() || oip_grpc) {
+        if model.is_none() && (self.routes.sniff_model || oip_grpc) {
             // The body must be read first: the rare path, boxed.
             let routes = self.routes.clone();
             return Box::pin(async move {

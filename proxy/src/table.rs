@@ -165,10 +165,19 @@ impl Table {
                 )),
                 None => None,
             };
+            let router = Router::new(routes);
+            let names_models = |a: &Option<ferry_config::Authorization>| {
+                a.as_ref()
+                    .is_some_and(|a| a.rules.iter().any(|r| !r.models.is_empty()))
+            };
+            let sniff_model = router.uses_model()
+                || names_models(&l.authorization)
+                || l.routes.iter().any(|r| names_models(&r.authorization));
             let routes = Arc::new(Routes {
-                router: Router::new(routes),
+                router,
                 model_sniff_bytes: l.limits.model_sniff_bytes as usize,
                 authorization,
+                sniff_model,
             });
             let tls = match l.tls.mode {
                 TlsMode::Disabled => None,

@@ -21,6 +21,9 @@ listeners:
       - name: models
         match: { path: { prefix: /v2/ } }
         to: models
+      - name: openai
+        match: { path: { prefix: /v1/ } }
+        to: models
       - name: admin-only
         match: { path: { prefix: /admin/ } }
         to: models
@@ -130,4 +133,28 @@ async fn client_cert_header_is_ferrys_own() {
     let values: Vec<_> = xfcc.iter().map(|v| v.to_str().unwrap()).collect();
     let hash = "ab".repeat(32);
     assert_eq!(values, [format!("Hash={hash};URI={PREP}")]);
+}
+
+#[tokio::test]
+async fn model_rules_read_the_model_from_a_json_body() {
+    // No route matches on the model, but a listener rule names models: routing reads the
+    // OpenAI-style `model` field for it.
+    let stack = Stack::new(CONFIG, echo());
+    let chat = |model: &str| {
+        let body = format!(r#"{{"model":"{model}","messages":[]}}"#);
+        request(
+            "POST",
+            "/v1/chat/completions",
+            &[("content-type", "application/json")],
+            body,
+        )
+    };
+    let allowed = stack.h1_as("main", PREP, chat("resnet-xl")).await;
+    assert_eq!(allowed.status, StatusCode::OK, "{allowed:?}");
+    let denied = stack.h1_as("main", PREP, chat("bert")).await;
+    assert_eq!(denied.status, StatusCode::FORBIDDEN);
+    // The allowed request's body arrived whole.
+    let seen = stack.seen();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].body.starts_with(br#"{"model":"resnet-xl""#));
 }
