@@ -39,6 +39,7 @@ pub fn default_config() -> Config {
         },
         runtime: runtime(),
         identity: None,
+        redis: None,
         listeners: vec![
             listener("inbound", SocketAddr::from(([0, 0, 0, 0], 15006)), "local"),
             listener("outbound", loopback(15001), "passthrough"),
@@ -80,6 +81,7 @@ pub fn one_route_translate_config(
         },
         runtime: runtime(),
         identity: None,
+        redis: None,
         listeners: vec![main],
         clusters: vec![cluster(
             "upstream",
@@ -119,6 +121,8 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             translate: None,
             validate_tensors: None,
             authorization: None,
+            rate_limit: Vec::new(),
+            concurrency: None,
         }],
         limits: ListenerLimits {
             max_request_headers_bytes: defaults::MAX_REQUEST_HEADERS_BYTES,

@@ -55,6 +55,7 @@ pub(crate) fn finish(parts: Parts) -> Config {
         listeners: parts.listeners,
         clusters: parts.clusters,
         identity: parts.identity,
+        redis: parts.redis,
         version,
         effective_json: Arc::new(effective),
     }

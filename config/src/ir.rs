@@ -11,12 +11,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod cluster;
+mod limits;
 mod route;
 mod tensors;
 mod tls;
 mod translate;
 
 pub use cluster::{Cluster, Endpoints, HostPort, LbPolicy, OutlierDetection, UpstreamProtocol};
+pub use limits::{
+    Concurrency, KeyPart, LimitAmount, LimitMode, OnFailure, Override, RateLimit, Redis, Scope,
+    TokenBudget, TokenCharge,
+};
 pub use route::{
     Action, DirectResponse, HeaderEdits, HeaderMatch, ModelMatch, PathMatch, PathTemplate,
     PrefixRewrite, RetryOn, RetryPolicy, Route, RouteMatch, StringMatch, TemplateSegment,
@@ -45,6 +50,8 @@ pub struct Config {
     /// This workload's certificate for mutual TLS; `None` = no identity (no TLS listener in
     /// strict/permissive mode and no mesh cluster may then exist).
     pub identity: Option<Identity>,
+    /// The store for `scope: global` limits; `None` = no global limits may exist.
+    pub redis: Option<Redis>,
     /// Hex digest (SHA-256 or similar stable hash) of the canonical config, shown in
     /// `/config_dump` and logs so operators can tell which config is live.
     pub version: String,

@@ -108,6 +108,7 @@ pub(crate) struct Parts {
     pub(crate) listeners: Vec<Listener>,
     pub(crate) clusters: Vec<Cluster>,
     pub(crate) identity: Option<crate::ir::Identity>,
+    pub(crate) redis: Option<crate::ir::Redis>,
 }
 
 /// Validates a whole file; errors are left in `ctx`.
@@ -164,6 +165,7 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig) -> Parts {
         listeners,
         clusters,
         identity,
+        redis: None,
     }
 }
 

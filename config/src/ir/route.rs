@@ -36,6 +36,10 @@ pub struct Route {
     /// Who may call this route (by peer identity and model); `None` = anyone the listener
     /// admits.
     pub authorization: Option<super::Authorization>,
+    /// Rate limits; every entry must admit the request. Empty = none.
+    pub rate_limit: Vec<super::RateLimit>,
+    /// In-flight cap per route and model; `None` = none.
+    pub concurrency: Option<super::Concurrency>,
 }
 
 /// Conditions on a request. Absent conditions always match.

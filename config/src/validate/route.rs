@@ -85,6 +85,9 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str]) -> Rout
         })
     });
     Route {
+        // Filled in by the limits validation (issue 16).
+        rate_limit: Vec::new(),
+        concurrency: None,
         name: r.name.0.clone(),
         matcher,
         // A stand-in when invalid: the errors already recorded stop this config being used.
