@@ -22,6 +22,7 @@ use http_body_util::BodyExt;
 
 use crate::authorization::PermissionDenied;
 use crate::body_limit::BodyTooLarge;
+use crate::limits::{Overloaded, RateLimited};
 use crate::transcode::TranscodeError;
 use crate::translate::{BoxError, TranslateBody, TranslateError, code};
 
@@ -58,6 +59,9 @@ pub trait Classify: Error + Send + Sync + 'static {
     fn closes_connection(&self) -> bool {
         false
     }
+    /// Headers the answer carries besides the error itself (e.g. `retry-after`), on HTTP and
+    /// gRPC answers alike.
+    fn extra_headers(&self, _headers: &mut HeaderMap) {}
 }
 
 /// Finds the [`Classify`] view of one error (not its sources), if its type is known.
@@ -75,6 +79,12 @@ pub fn classify_filters<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a dyn Clas
         return Some(e);
     }
     if let Some(e) = e.downcast_ref::<PermissionDenied>() {
+        return Some(e);
+    }
+    if let Some(e) = e.downcast_ref::<RateLimited>() {
+        return Some(e);
+    }
+    if let Some(e) = e.downcast_ref::<Overloaded>() {
         return Some(e);
     }
     None
@@ -107,7 +117,9 @@ pub fn is_grpc(headers: &HeaderMap) -> bool {
 pub fn render(e: &dyn Classify, grpc: bool) -> Response<TranslateBody> {
     let message = e.to_string();
     if grpc {
-        return grpc_status_answer(e.grpc_code(), &message);
+        let mut resp = grpc_status_answer(e.grpc_code(), &message);
+        e.extra_headers(resp.headers_mut());
+        return resp;
     }
     let body = e
         .json_body()
@@ -117,6 +129,7 @@ pub fn render(e: &dyn Classify, grpc: bool) -> Response<TranslateBody> {
         resp.headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
     }
+    e.extra_headers(resp.headers_mut());
     resp
 }
 

@@ -7,6 +7,7 @@ pub mod authorization;
 pub mod body_limit;
 pub mod connection;
 pub mod failure;
+pub mod limits;
 pub mod model_name;
 pub mod tensor_check;
 pub mod transcode;

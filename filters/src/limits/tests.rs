@@ -1,0 +1,361 @@
+//! Buckets, the rate-limit layer and the concurrency layer, on tokio's paused clock.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use tokio::sync::Notify;
+use tower::{Layer, Service, ServiceExt};
+
+use super::*;
+use crate::failure::{classify_filters, render_error};
+use crate::translate::{BoxError, TranslateBody};
+
+fn ok_body() -> TranslateBody {
+    Full::new(Bytes::from_static(b"ok"))
+        .map_err(|e| match e {})
+        .boxed_unsync()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bucket_bursts_then_refills_at_its_rate() {
+    let bucket = LocalBucket::new(2, Duration::from_secs(1), 2);
+    let key = "k".to_owned();
+    assert!(matches!(
+        bucket.check(&key),
+        Check::Allowed { remaining: 1, .. }
+    ));
+    assert!(matches!(
+        bucket.check(&key),
+        Check::Allowed { remaining: 0, .. }
+    ));
+    let Check::Limited { retry_after } = bucket.check(&key) else {
+        panic!("third request admitted")
+    };
+    assert_eq!(retry_after, Duration::from_millis(500));
+    tokio::time::advance(Duration::from_millis(500)).await;
+    assert!(matches!(bucket.check(&key), Check::Allowed { .. }));
+    assert!(matches!(bucket.check(&key), Check::Limited { .. }));
+    // Another key has its own bucket.
+    assert!(matches!(
+        bucket.check(&"other".to_owned()),
+        Check::Allowed { .. }
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_keys_are_evicted() {
+    let bucket = LocalBucket::new(10, Duration::from_secs(1), 10);
+    for i in 0..10_000 {
+        bucket.check(&format!("tenant-{i}"));
+    }
+    assert_eq!(bucket.len(), 10_000);
+    tokio::time::advance(Duration::from_secs(2)).await;
+    bucket.evict_idle();
+    assert_eq!(bucket.len(), 0);
+}
+
+fn limit(name: &str, amount: u64, key: Vec<KeyPart>, mode: LimitMode) -> Limit {
+    Limit {
+        name: name.into(),
+        key,
+        amount,
+        per: Duration::from_secs(1),
+        mode,
+        bucket: Arc::new(LocalBucket::new(amount, Duration::from_secs(1), amount)),
+        overrides: Vec::new(),
+    }
+}
+
+fn tenant(t: Option<&str>) -> Request<()> {
+    let mut b = Request::builder().uri("/v1/chat/completions");
+    if let Some(t) = t {
+        b = b.header("x-tenant", t);
+    }
+    b.body(()).unwrap()
+}
+
+async fn call<S>(svc: &mut S, req: Request<()>) -> Response<TranslateBody>
+where
+    S: Service<Request<()>, Response = Response<TranslateBody>, Error = BoxError>,
+{
+    match svc.ready().await.unwrap().call(req).await {
+        Ok(r) => r,
+        Err(e) => render_error(e.as_ref(), &[classify_filters], false),
+    }
+}
+
+#[derive(Clone)]
+struct Echo;
+
+impl Service<Request<()>> for Echo {
+    type Response = Response<TranslateBody>;
+    type Error = BoxError;
+    type Future = std::future::Ready<Result<Response<TranslateBody>, BoxError>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        std::future::ready(Ok(Response::new(ok_body())))
+    }
+}
+
+fn echo() -> Echo {
+    Echo
+}
+
+#[tokio::test(start_paused = true)]
+async fn over_the_limit_is_429_with_the_headers_clients_read() {
+    let header = KeyPart::Header(http::HeaderName::from_static("x-tenant"));
+    let decisions = Arc::new(AtomicUsize::new(0));
+    let seen = decisions.clone();
+    let layer = RateLimitLayer::new(
+        "llm".into(),
+        vec![limit("per-tenant", 2, vec![header], LimitMode::Enforce)],
+    )
+    .on_decision(Arc::new(move |i, d| {
+        assert_eq!(i, 0);
+        if d == Decision::Limited {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+    }));
+    let mut svc = layer.layer(echo());
+    let first = call(&mut svc, tenant(Some("a"))).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.headers()["x-ratelimit-limit"], "2");
+    assert_eq!(first.headers()["x-ratelimit-remaining"], "1");
+    call(&mut svc, tenant(Some("a"))).await;
+    let refused = call(&mut svc, tenant(Some("a"))).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    assert_eq!(refused.headers()["x-ratelimit-remaining"], "0");
+    let body = refused.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("per-tenant"), "{text}");
+    assert_eq!(decisions.load(Ordering::SeqCst), 1);
+    // Another tenant is untouched; a missing header is its own key, not a bypass.
+    assert_eq!(
+        call(&mut svc, tenant(Some("b"))).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(call(&mut svc, tenant(None)).await.status(), StatusCode::OK);
+    assert_eq!(call(&mut svc, tenant(None)).await.status(), StatusCode::OK);
+    assert_eq!(
+        call(&mut svc, tenant(None)).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // A window later, tenant a passes again.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(
+        call(&mut svc, tenant(Some("a"))).await.status(),
+        StatusCode::OK
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn grpc_callers_get_resource_exhausted_and_shadow_limits_only_count() {
+    let shadowed = Arc::new(AtomicUsize::new(0));
+    let seen = shadowed.clone();
+    let layer = RateLimitLayer::new(
+        "r".into(),
+        vec![
+            limit("shadow", 1, Vec::new(), LimitMode::Shadow),
+            limit("real", 2, Vec::new(), LimitMode::Enforce),
+        ],
+    )
+    .on_decision(Arc::new(move |i, d| {
+        if i == 0 && d == Decision::ShadowLimited {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+    }));
+    let mut svc = layer.layer(echo());
+    assert_eq!(call(&mut svc, tenant(None)).await.status(), StatusCode::OK);
+    assert_eq!(call(&mut svc, tenant(None)).await.status(), StatusCode::OK);
+    assert_eq!(shadowed.load(Ordering::SeqCst), 1);
+    let err = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(tenant(None))
+        .await
+        .unwrap_err();
+    let grpc = render_error(err.as_ref(), &[classify_filters], true);
+    assert_eq!(grpc.headers()["grpc-status"], "8");
+    assert_eq!(grpc.headers()["retry-after"], "1");
+}
+
+#[tokio::test(start_paused = true)]
+async fn overrides_give_matching_keys_their_own_amount() {
+    let header = KeyPart::Header(http::HeaderName::from_static("x-tenant"));
+    let mut l = limit("t", 1, vec![header.clone()], LimitMode::Enforce);
+    l.overrides.push(LimitOverride {
+        matches: vec![(header, "gold".into())],
+        amount: 3,
+        bucket: Arc::new(LocalBucket::new(3, Duration::from_secs(1), 3)),
+    });
+    let mut svc = RateLimitLayer::new("r".into(), vec![l]).layer(echo());
+    for _ in 0..3 {
+        let ok = call(&mut svc, tenant(Some("gold"))).await;
+        assert_eq!(ok.status(), StatusCode::OK);
+        assert_eq!(ok.headers()["x-ratelimit-limit"], "3");
+    }
+    assert_eq!(
+        call(&mut svc, tenant(Some("gold"))).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(
+        call(&mut svc, tenant(Some("lead"))).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        call(&mut svc, tenant(Some("lead"))).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
+
+/// An upstream that answers when told to, counting requests in flight.
+#[derive(Clone)]
+struct Gate {
+    release: Arc<Notify>,
+    in_flight: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+    order: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        Gate {
+            release: Arc::new(Notify::new()),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            peak: Arc::new(AtomicUsize::new(0)),
+            order: Arc::new(std::sync::Mutex::new(Vec::new())),
+        }
+    }
+}
+
+impl Service<Request<()>> for Gate {
+    type Response = Response<TranslateBody>;
+    type Error = BoxError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<TranslateBody>, BoxError>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<()>) -> Self::Future {
+        let gate = self.clone();
+        Box::pin(async move {
+            gate.order.lock().unwrap().push(req.uri().path().to_owned());
+            let now = gate.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            gate.peak.fetch_max(now, Ordering::SeqCst);
+            gate.release.notified().await;
+            gate.in_flight.fetch_sub(1, Ordering::SeqCst);
+            Ok(Response::new(ok_body()))
+        })
+    }
+}
+
+fn settings(max: u32, queue: u32) -> ConcurrencySettings {
+    ConcurrencySettings {
+        max,
+        queue,
+        queue_timeout: Duration::from_secs(2),
+        route_timeout: None,
+    }
+}
+
+fn at(path: &str) -> Request<()> {
+    Request::builder().uri(path).body(()).unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn in_flight_never_exceeds_max_and_the_queue_is_fifo() {
+    let gate = Gate::new();
+    let state = Arc::new(ConcurrencyState::new(settings(1, 2)));
+    let svc = ConcurrencyLayer::new(state.clone()).layer(gate.clone());
+    let mut tasks = Vec::new();
+    for path in ["/a", "/b", "/c"] {
+        let mut svc = svc.clone();
+        tasks.push(tokio::spawn(async move {
+            let resp = svc.ready().await.unwrap().call(at(path)).await?;
+            resp.into_body().collect().await?;
+            Ok::<_, BoxError>(())
+        }));
+        tokio::task::yield_now().await;
+    }
+    // One in flight, two queued; a fourth finds the queue full.
+    assert_eq!(state.stats()[0].in_flight, 1);
+    assert_eq!(state.stats()[0].queued, 2);
+    let mut fourth = svc.clone();
+    let full = fourth
+        .ready()
+        .await
+        .unwrap()
+        .call(at("/d"))
+        .await
+        .unwrap_err();
+    let answer = render_error(full.as_ref(), &[classify_filters], false);
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    for _ in 0..3 {
+        tokio::task::yield_now().await;
+        gate.release.notify_one();
+        tokio::task::yield_now().await;
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    assert_eq!(gate.peak.load(Ordering::SeqCst), 1);
+    assert_eq!(*gate.order.lock().unwrap(), ["/a", "/b", "/c"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_queued_request_times_out_and_a_short_deadline_is_refused_at_once() {
+    let gate = Gate::new();
+    let state = Arc::new(ConcurrencyState::new(settings(1, 4)));
+    let svc = ConcurrencyLayer::new(state.clone()).layer(gate.clone());
+    let mut holder = svc.clone();
+    let held = tokio::spawn(async move { holder.ready().await.unwrap().call(at("/a")).await });
+    tokio::task::yield_now().await;
+    let mut waiter = svc.clone();
+    let err = waiter
+        .ready()
+        .await
+        .unwrap()
+        .call(at("/b"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("queue timeout"), "{err}");
+    gate.release.notify_one();
+    let resp = held.await.unwrap().unwrap();
+    // The slot is held until the body ends: time passes, then the body is read.
+    tokio::time::advance(Duration::from_secs(3)).await;
+    resp.into_body().collect().await.unwrap();
+    assert_eq!(state.stats()[0].in_flight, 0);
+    // Slots are now known to be held ~3 s; a caller allowing 100 ms is refused at once.
+    let mut holder = svc.clone();
+    let _held = tokio::spawn(async move { holder.ready().await.unwrap().call(at("/c")).await });
+    tokio::task::yield_now().await;
+    let short = Request::builder()
+        .uri("/d")
+        .header("grpc-timeout", "100m")
+        .body(())
+        .unwrap();
+    let mut caller = svc.clone();
+    let started = tokio::time::Instant::now();
+    let err = caller.ready().await.unwrap().call(short).await.unwrap_err();
+    assert!(err.to_string().contains("deadline"), "{err}");
+    assert_eq!(started.elapsed(), Duration::ZERO);
+}
