@@ -56,6 +56,7 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         "/ready" => text(StatusCode::OK, "ready\n"),
         "/config_dump" => config_dump(shared),
         "/metrics" => {
+            shared.limits.export(&shared.metrics);
             let mut resp = Response::new(full(shared.metrics.encode()));
             resp.headers_mut().insert(
                 CONTENT_TYPE,
@@ -103,6 +104,7 @@ fn config_dump(shared: &Shared) -> Response<ProxyBody> {
         "config": *table.config.effective_json,
         "endpoints": clusters,
         "descriptors": table.descriptors.dump(),
+        "limits": shared.limits.dump(),
         "identity": shared.identity.current().map(|m| serde_json::json!({
             "spiffe_id": m.id.as_str(),
             "cert": m.cert_path.display().to_string(),

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 use crate::access_log::AccessRecord;
 use crate::descriptors::Descriptors;
+use crate::limits::LimitStates;
 use crate::listener::{self, ListenerHandle};
 use crate::metrics::Metrics;
 use crate::reload::Reloadable;
@@ -106,6 +107,8 @@ impl Proxy {
         let tls = TlsFiles::load_async(&config).await?;
         let identity = Arc::new(IdentityStore::default());
         set_identity(&identity, &metrics, tls.identity.clone());
+        let limits = Arc::new(LimitStates::default());
+        tokio::spawn(crate::limits::reap(Arc::downgrade(&limits)));
         let cx = stack::Context {
             metrics: &metrics,
             states: &states,
@@ -113,9 +116,10 @@ impl Proxy {
             access_log: opts.access_log.as_ref(),
             identity: &identity,
             tls: &tls,
+            limits: &limits,
         };
         let table = Table::build(config, descriptors, None, cx)?;
-        let shared = Shared::new(table, metrics, states, opts.access_log, identity);
+        let shared = Shared::new(table, metrics, states, opts.access_log, identity, limits);
         let mut handles = HashMap::new();
         let listeners = shared.table.load().config.listeners.clone();
         for l in &listeners {
@@ -269,6 +273,7 @@ impl Inner {
             access_log: self.shared.access_log.as_ref(),
             identity: &self.shared.identity,
             tls: &tls,
+            limits: &self.shared.limits,
         };
         let table = Table::build(config, descriptors, Some(&self.shared.table.load()), cx)?;
         // New handshakes use the new identity from here on; open connections keep theirs.

@@ -14,6 +14,7 @@ pub mod filter_settings;
 pub mod forward;
 pub mod h2_settings;
 pub mod headers;
+pub mod limits;
 pub mod listener;
 pub mod metrics;
 mod reload;

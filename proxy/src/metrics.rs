@@ -75,6 +75,31 @@ pub struct HandshakeFailureLabels {
     pub reason: &'static str,
 }
 
+/// Labels of a rate-limit decision.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct DecisionLabels {
+    /// Listener name.
+    pub listener: Name,
+    /// Route name.
+    pub route: Name,
+    /// Limit name.
+    pub limit: Name,
+    /// allowed | limited | shadow_limited.
+    pub decision: &'static str,
+}
+
+/// Labels per route and model (model names come from requests but only those a route with a
+/// concurrency limit saw, each one a slot the limit keeps).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ModelLabels {
+    /// Listener name.
+    pub listener: Name,
+    /// Route name.
+    pub route: Name,
+    /// Model name (`""` for requests naming none).
+    pub model: String,
+}
+
 /// Labels of a certificate's expiry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct CertLabels {
@@ -197,6 +222,14 @@ pub struct Metrics {
     pub tls_reload_failures: Counter,
     /// `ferry_tls_cert_expiry_seconds`: notAfter of the loaded certificate, Unix seconds.
     pub tls_cert_expiry: Family<CertLabels, Gauge>,
+    /// `ferry_ratelimit_decisions_total`.
+    pub ratelimit_decisions: Family<DecisionLabels, Counter>,
+    /// `ferry_concurrency_in_flight` (set when scraped).
+    pub concurrency_in_flight: Family<ModelLabels, Gauge>,
+    /// `ferry_concurrency_queue_depth` (set when scraped).
+    pub concurrency_queue_depth: Family<ModelLabels, Gauge>,
+    /// `ferry_concurrency_queue_seconds`: time requests waited for a slot.
+    pub concurrency_queue_seconds: HistogramFamily<RouteLabels>,
 }
 
 // === impl Metrics ===
@@ -225,6 +258,10 @@ impl Metrics {
             tls_plaintext: Family::default(),
             tls_reload_failures: Counter::default(),
             tls_cert_expiry: Family::default(),
+            ratelimit_decisions: Family::default(),
+            concurrency_in_flight: Family::default(),
+            concurrency_queue_depth: Family::default(),
+            concurrency_queue_seconds: Family::new_with_constructor(latency_histogram),
             registry: Registry::default(),
         };
         registry.register(
@@ -316,6 +353,26 @@ impl Metrics {
             "ferry_tls_cert_expiry_seconds",
             "notAfter of the loaded workload certificate, as Unix seconds",
             m.tls_cert_expiry.clone(),
+        );
+        registry.register(
+            "ferry_ratelimit_decisions",
+            "Rate-limit decisions, by listener, route, limit and decision",
+            m.ratelimit_decisions.clone(),
+        );
+        registry.register(
+            "ferry_concurrency_in_flight",
+            "Requests holding a concurrency slot, by route and model",
+            m.concurrency_in_flight.clone(),
+        );
+        registry.register(
+            "ferry_concurrency_queue_depth",
+            "Requests waiting for a concurrency slot, by route and model",
+            m.concurrency_queue_depth.clone(),
+        );
+        registry.register(
+            "ferry_concurrency_queue_seconds",
+            "Time requests waited for a concurrency slot",
+            m.concurrency_queue_seconds.clone(),
         );
         Self { registry, ..m }
     }

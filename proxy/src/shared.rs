@@ -7,6 +7,7 @@ use arc_swap::ArcSwap;
 use tokio::sync::mpsc;
 
 use crate::access_log::AccessRecord;
+use crate::limits::LimitStates;
 use crate::metrics::Metrics;
 use crate::state::RouteStates;
 use crate::table::Table;
@@ -27,6 +28,8 @@ pub struct Shared {
     pub access_log: Option<mpsc::Sender<AccessRecord>>,
     /// The workload identity new TLS handshakes use.
     pub identity: Arc<IdentityStore>,
+    /// Rate-limit buckets and concurrency slots, kept across reloads.
+    pub limits: Arc<LimitStates>,
 }
 
 // === impl Shared ===
@@ -39,6 +42,7 @@ impl Shared {
         routes: RouteStates,
         access_log: Option<mpsc::Sender<AccessRecord>>,
         identity: Arc<IdentityStore>,
+        limits: Arc<LimitStates>,
     ) -> Arc<Self> {
         Arc::new(Self {
             table: ArcSwap::from_pointee(table),
@@ -47,6 +51,7 @@ impl Shared {
             draining: AtomicBool::new(false),
             access_log,
             identity,
+            limits,
         })
     }
 

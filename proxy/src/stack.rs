@@ -20,6 +20,7 @@ use ferry_filters::failure::RenderErrors;
 use tokio::sync::mpsc;
 
 use crate::access_log::AccessRecord;
+use crate::limits::LimitStates;
 use crate::metrics::Metrics;
 use crate::request_body::RequestBody;
 use crate::request_id::RequestId;
@@ -54,4 +55,6 @@ pub struct Context<'a> {
     pub identity: &'a Arc<IdentityStore>,
     /// The TLS files this config names (server-mode clusters' CA bundles).
     pub tls: &'a TlsFiles,
+    /// Rate-limit and concurrency state kept across reloads.
+    pub limits: &'a LimitStates,
 }

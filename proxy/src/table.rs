@@ -73,6 +73,9 @@ pub enum TableError {
     /// A route names a cluster that does not exist.
     #[error(transparent)]
     UnknownCluster(#[from] UnknownCluster),
+    /// A route names a limit this build cannot enforce.
+    #[error(transparent)]
+    Limits(#[from] crate::limits::Unsupported),
     /// A listener's or cluster's TLS settings were refused by the TLS stack.
     #[error("{what}: {message}")]
     Tls {
@@ -149,7 +152,12 @@ impl Table {
                         definition,
                         targets,
                         descriptors.transcoder(&l.name, &r.name),
-                        route_authorization(r)?,
+                        Checks {
+                            authorization: route_authorization(r)?,
+                            rate_limit: crate::limits::rate_limit_layer(
+                                &l.name, r, cx.limits, metrics,
+                            )?,
+                        },
                         cx,
                     )),
                 };
@@ -212,6 +220,12 @@ impl Table {
                 }),
             );
         }
+        cx.limits.retain(|listener, route| {
+            config
+                .listeners
+                .iter()
+                .any(|l| l.name == listener && l.routes.iter().any(|r| r.name == route))
+        });
         cx.states.retain(|(listener, route)| {
             config
                 .listeners
@@ -227,6 +241,12 @@ impl Table {
             tls_fingerprint: cx.tls.fingerprint(),
         })
     }
+}
+
+/// A route's filters that can fail to build, built before its entry.
+struct Checks {
+    authorization: Option<AuthorizationSettings>,
+    rate_limit: Option<ferry_filters::limits::RateLimitLayer>,
 }
 
 /// A route's `authorization` as the filter's settings.
@@ -310,7 +330,7 @@ impl RouteEntry {
         definition: String,
         targets: Vec<(u32, Arc<Cluster>)>,
         transcoder: Option<ferry_filters::transcode::Transcoder>,
-        authorization: Option<AuthorizationSettings>,
+        checks: Checks,
         cx: Context<'_>,
     ) -> Self {
         let metrics = cx.metrics;
@@ -337,8 +357,10 @@ impl RouteEntry {
                 targets: &targets,
                 transcoder,
                 state: &state,
-                authorization,
+                authorization: checks.authorization,
                 identity: Some(cx.identity.clone()),
+                rate_limit: checks.rate_limit,
+                concurrency: crate::limits::concurrency_layer(listener, r, cx.limits, metrics),
             },
             metrics,
         );

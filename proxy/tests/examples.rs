@@ -136,6 +136,7 @@ async fn load_as_the_proxy_does(path: &Path) -> Vec<PathBuf> {
         access_log: None,
         identity: &identity,
         tls: &tls,
+        limits: &ferry_proxy::limits::LimitStates::default(),
     };
     let table =
         Table::build(config, descriptors, None, cx).unwrap_or_else(|e| panic!("{shown}: {e}"));

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use ferry_config::{Action, Route};
 use ferry_filters::authorization::{AuthorizationLayer, AuthorizationSettings};
+use ferry_filters::limits::{ConcurrencyLayer, RateLimitLayer};
 use ferry_filters::tensor_check::TensorValidationLayer;
 use ferry_filters::transcode::{TranscodeLayer, Transcoder};
 use ferry_filters::translate::OipTranslateLayer;
@@ -43,6 +44,10 @@ pub struct RouteParts<'a> {
     pub authorization: Option<AuthorizationSettings>,
     /// The workload identity (for `x-forwarded-client-cert`), when the config has one.
     pub identity: Option<Arc<IdentityStore>>,
+    /// Its rate limits (state kept across reloads).
+    pub rate_limit: Option<RateLimitLayer>,
+    /// Its concurrency limit (state kept across reloads).
+    pub concurrency: Option<ConcurrencyLayer>,
 }
 
 /// Builds one route's stack.
@@ -70,7 +75,10 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
         // [trace context]: the per-hop span and `traceparent` (tracing issue).
         // Who may call this route's models: before anything reads the body or spends a limit.
         .then_unboxed(authorization)
-        // [rate limit, concurrency]: shed before any body is read (limits issue).
+        // Rate limits, then the in-flight cap: shed before any body is read, and a request over
+        // its rate never waits in a queue.
+        .then_unboxed(p.rate_limit)
+        .then(p.concurrency)
         // Check input tensors against the model's metadata before the bytes travel; it reads
         // the protocol the caller speaks, so it sits before translation.
         .then(tensors)

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use ferry_filters::connection::{Connection, PeerIdentity};
 use ferry_proxy::body::{BoxError, ProxyBody, full};
 use ferry_proxy::descriptors::Descriptors;
+use ferry_proxy::limits::LimitStates;
 use ferry_proxy::listener::serve_connection;
 use ferry_proxy::metrics::Metrics;
 use ferry_proxy::shared::Shared;
@@ -82,6 +83,7 @@ impl Stack {
         let tls = TlsFiles::load(&config).unwrap();
         let identity = Arc::new(IdentityStore::default());
         identity.set(tls.identity.clone());
+        let limits = Arc::new(LimitStates::default());
         let cx = Context {
             metrics: &metrics,
             states: &states,
@@ -89,10 +91,11 @@ impl Stack {
             access_log: None,
             identity: &identity,
             tls: &tls,
+            limits: &limits,
         };
         let table = Table::build(config, descriptors, None, cx).unwrap();
         Stack {
-            shared: Shared::new(table, metrics, states, None, identity),
+            shared: Shared::new(table, metrics, states, None, identity, limits),
             transport,
             seen,
         }
@@ -111,6 +114,7 @@ impl Stack {
             access_log: None,
             identity: &self.shared.identity,
             tls: &tls,
+            limits: &self.shared.limits,
         };
         let old = self.shared.table.load_full();
         let table = Table::build(config, descriptors, Some(&old), cx).unwrap();
