@@ -36,7 +36,8 @@ pub struct Workload {
 
 #[derive(Clone, Copy, Debug)]
 enum Validity {
-    Current,
+    /// From a day ago for this long.
+    Current(Duration),
     Expired,
     NotYetValid,
 }
@@ -50,6 +51,8 @@ pub struct Issued {
     pub key_pem: String,
     /// The certificate (DER).
     pub der: Vec<u8>,
+    /// Its `notAfter`, in Unix seconds.
+    pub not_after: u64,
 }
 
 /// Paths of a certificate and key written to disk.
@@ -140,7 +143,7 @@ impl Ca {
         }
         let now = SystemTime::now();
         let (from, to) = match workload.validity {
-            Validity::Current => (now - DAY, now + 30 * DAY),
+            Validity::Current(lifetime) => (now - DAY, now + lifetime),
             Validity::Expired => (now - 30 * DAY, now - DAY),
             Validity::NotYetValid => (now + DAY, now + 30 * DAY),
         };
@@ -151,6 +154,8 @@ impl Ca {
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
             der: cert.der().to_vec(),
+            // X.509 times have whole seconds; rcgen drops the fraction.
+            not_after: to.duration_since(SystemTime::UNIX_EPOCH)?.as_secs(),
         })
     }
 }
@@ -201,7 +206,7 @@ impl Workload {
             uris: Vec::new(),
             dns: Vec::new(),
             ips: Vec::new(),
-            validity: Validity::Current,
+            validity: Validity::Current(30 * DAY),
             rsa: false,
             serial: None,
         }
@@ -224,6 +229,12 @@ impl Workload {
     /// Adds a second URI SAN.
     pub fn uri(mut self, uri: &str) -> Workload {
         self.uris.push(uri.to_owned());
+        self
+    }
+
+    /// Valid until `lifetime` from now (default 30 days).
+    pub fn valid_for(mut self, lifetime: Duration) -> Workload {
+        self.validity = Validity::Current(lifetime);
         self
     }
 

@@ -4,6 +4,7 @@
 //! while the last good certificate keeps serving.
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use bytes::BytesMut;
@@ -82,6 +83,34 @@ async fn assert_serves(
     })
     .await
     .with_context(|| format!("{what}; ferry logs:\n{}", ferry.logs()))
+}
+
+/// `/config_dump` and `ferry_tls_cert_expiry_seconds` show `cert` as the identity, `id`.
+async fn assert_identity(ferry: &Ferry, id: &str, cert: &Issued) -> anyhow::Result<()> {
+    let admin = Admin::new(ferry.admin());
+    eventually(PATIENCE, || async {
+        let dump = admin.config_dump().await?;
+        let identity = &dump["identity"];
+        anyhow::ensure!(identity["spiffe_id"] == id, "identity {identity}");
+        anyhow::ensure!(
+            identity["not_after"].as_u64() == Some(cert.not_after),
+            "identity {identity}, want not_after {}",
+            cert.not_after
+        );
+        anyhow::ensure!(identity["cert"].is_string(), "identity {identity}");
+        let expiry = admin
+            .metrics()
+            .await?
+            .get("ferry_tls_cert_expiry_seconds", &[])?;
+        anyhow::ensure!(
+            expiry == cert.not_after as f64,
+            "ferry_tls_cert_expiry_seconds is {expiry}, want {}",
+            cert.not_after
+        );
+        Ok(())
+    })
+    .await
+    .with_context(|| format!("ferry logs:\n{}", ferry.logs()))
 }
 
 /// Reads body frames until the buffer holds `want`.
@@ -259,7 +288,11 @@ async fn renamed_files_rotate_to_a_new_identity() -> anyhow::Result<()> {
     let client_cert = pki.client("client", CLIENT_ID).await?;
     let v1 = pki.server().await?;
     let new_id = "spiffe://cluster.local/ns/models/sa/triton-v2";
-    let v2 = pki.ca.issue(&Workload::spiffe(new_id).loopback()).await?;
+    let sixty_days = Duration::from_secs(60 * 24 * 3600);
+    let v2 = pki
+        .ca
+        .issue(&Workload::spiffe(new_id).loopback().valid_for(sixty_days))
+        .await?;
     let echo = ferry_integration::Echo::start("app").await?;
     let server = start(&config(
         Some(pki.identity(&v1)),
@@ -268,6 +301,7 @@ async fn renamed_files_rotate_to_a_new_identity() -> anyhow::Result<()> {
     ))
     .await?;
     assert_serves(&server, &pki, &client_cert, &v1.issued, "before rotation").await?;
+    assert_identity(&server, SERVER_ID, &v1.issued).await?;
     let tls = pki.tls_client(&client_cert)?;
     let before = tls.get(server.listener(INBOUND)?, "/", &[]).await?;
     assert_eq!(before.status, 200, "{}", before.text());
@@ -280,16 +314,7 @@ async fn renamed_files_rotate_to_a_new_identity() -> anyhow::Result<()> {
     tokio::fs::write(dir.join(".server.crt.tmp"), &v2.cert_pem).await?;
     tokio::fs::rename(dir.join(".server.crt.tmp"), &v1.files.cert).await?;
     assert_serves(&server, &pki, &client_cert, &v2, "after renames").await?;
-    eventually(PATIENCE, || async {
-        let dump = Admin::new(server.admin()).config_dump().await?;
-        anyhow::ensure!(
-            dump["identity"]["spiffe_id"] == new_id,
-            "identity {}",
-            dump["identity"]
-        );
-        Ok(())
-    })
-    .await?;
+    assert_identity(&server, new_id, &v2).await?;
     // The new identity signs x-forwarded-client-cert.
     let reply = tls.get(server.listener(INBOUND)?, "/", &[]).await?;
     let seen: ferry_integration::EchoReport = reply.json()?;
@@ -299,5 +324,106 @@ async fn renamed_files_rotate_to_a_new_identity() -> anyhow::Result<()> {
         .cloned()
         .unwrap_or_default();
     assert!(xfcc.starts_with(&format!("By={new_id};")), "{xfcc}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn trust_bundle_rewrite_admits_a_new_ca() -> anyhow::Result<()> {
+    let echo = ferry_integration::Echo::start("app").await?;
+    let pki = Pki::new().await?;
+    let server_cert = pki.server().await?;
+    let server = start(&config(
+        Some(pki.identity(&server_cert)),
+        json!([listener(INBOUND, Some(strict()), catch_all("app"))]),
+        json!([cluster("app", echo.addr())]),
+    ))
+    .await?;
+    let addr = server.listener(INBOUND)?;
+    // A client issued by the next CA, which trusts both (the order of a trust-anchor change).
+    let next = Pki::named("next mesh CA").await?;
+    let moved = next.client("moved", CLIENT_ID).await?;
+    let both = format!("{}{}", pki.ca.pem(), next.ca.pem());
+    let client =
+        ferry_integration::TlsClient::new(&both, &moved.issued.cert_pem, &moved.issued.key_pem)?;
+    assert!(
+        client.get(addr, "/", &[]).await.is_err(),
+        "served before ferry trusts the new CA"
+    );
+    counter_reaches(
+        &server,
+        "ferry_tls_handshake_failures_total",
+        &[("listener", INBOUND), ("reason", "unknown_ca")],
+        1.0,
+    )
+    .await?;
+    let tmp = pki.dir().join(".ca.crt.tmp");
+    tokio::fs::write(&tmp, &both).await?;
+    tokio::fs::rename(&tmp, pki.ca_path()).await?;
+    let reply = eventually(PATIENCE, || async { client.get(addr, "/", &[]).await })
+        .await
+        .with_context(|| format!("the new CA was never trusted; logs:\n{}", server.logs()))?;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    // The old CA's clients are still admitted.
+    let old = pki.tls_client(&pki.client("old", CLIENT_ID).await?)?;
+    assert_eq!(old.get(addr, "/", &[]).await?.status, 200);
+    Ok(())
+}
+
+#[tokio::test]
+async fn config_reload_naming_other_files_switches_identity() -> anyhow::Result<()> {
+    let echo = ferry_integration::Echo::start("app").await?;
+    let pki = Pki::new().await?;
+    let client_cert = pki.client("client", CLIENT_ID).await?;
+    let v1 = pki.server().await?;
+    let v2 = pki
+        .issue("server-v2", &Workload::spiffe(SERVER_ID).loopback())
+        .await?;
+    let cfg = |identity| {
+        config(
+            Some(identity),
+            json!([listener(INBOUND, Some(strict()), catch_all("app"))]),
+            json!([cluster("app", echo.addr())]),
+        )
+    };
+    let server = start(&cfg(pki.identity(&v1))).await?;
+    assert_serves(&server, &pki, &client_cert, &v1.issued, "at start").await?;
+    server
+        .config()?
+        .write_value(&cfg(pki.identity(&v2)))
+        .await?;
+    assert_serves(
+        &server,
+        &pki,
+        &client_cert,
+        &v2.issued,
+        "after the config reload",
+    )
+    .await?;
+    // A config naming a missing key is refused as a whole and counted (as a TLS reload failure,
+    // not a config reload failure); v2 keeps serving.
+    let failures = counter(&server, "ferry_tls_reload_failures_total", &[]).await?;
+    let mut broken = pki.identity(&v2);
+    broken["key"] = json!(path_str(&pki.dir().join("missing.key")));
+    server.config()?.write_value(&cfg(broken)).await?;
+    counter_reaches(
+        &server,
+        "ferry_tls_reload_failures_total",
+        &[],
+        failures + 1.0,
+    )
+    .await?;
+    assert_serves(
+        &server,
+        &pki,
+        &client_cert,
+        &v2.issued,
+        "after a bad reload",
+    )
+    .await?;
+    let ok = pki
+        .tls_client(&client_cert)?
+        .get(server.listener(INBOUND)?, "/", &[])
+        .await?;
+    assert_eq!(ok.status, 200, "{}", ok.text());
     Ok(())
 }
