@@ -180,3 +180,42 @@ async fn spoofed_xfcc_is_removed_on_a_plaintext_listener() -> anyhow::Result<()>
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn permissive_plaintext_is_anonymous_to_authorization() -> anyhow::Result<()> {
+    let echo = Echo::start("app").await?;
+    let pki = Pki::new().await?;
+    let server_cert = pki.server().await?;
+    let client_cert = pki.client("client", CLIENT_ID).await?;
+    let mut inbound = listener(
+        INBOUND,
+        Some(json!({ "mode": "permissive" })),
+        catch_all("app"),
+    );
+    inbound["authorization"] =
+        json!({ "default": "deny", "rules": [{ "allow": [{ "trust_domain": TRUST_DOMAIN }] }] });
+    let ferry = start(&config(
+        Some(pki.identity(&server_cert)),
+        json!([inbound]),
+        json!([cluster("app", echo.addr())]),
+    ))
+    .await?;
+    let addr = ferry.listener(INBOUND)?;
+    let ok = pki
+        .tls_client(&client_cert)?
+        .get(addr, "/v2/models/m/infer", &[])
+        .await?;
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    // No identity, so no rule admits it, even one admitting the whole trust domain.
+    let plain = HttpClient::http1().get(addr, "/v2/models/m/infer").await?;
+    assert_eq!(plain.status, 403, "{}", plain.text());
+    assert_eq!(
+        plain.json::<serde_json::Value>()?,
+        json!({ "error": "permission denied" })
+    );
+    // Bytes that are neither TLS nor HTTP reach the HTTP server, which answers 400.
+    let (answer, _) = raw_exchange(addr, b"hello there\r\n\r\n", Duration::from_secs(5)).await?;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer:?}");
+    assert_eq!(echo.requests(), 1);
+    Ok(())
+}
