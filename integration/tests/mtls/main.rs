@@ -8,6 +8,7 @@ mod grpcio;
 mod hop;
 mod modes;
 mod refusals;
+mod reload;
 mod rotation;
 mod support;
 mod validate;

@@ -8,12 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use bytes::BytesMut;
-use ferry_integration::certs::pem_body;
 use ferry_integration::client::grpc_channel;
 use ferry_integration::pb::echo::echo_client::EchoClient;
 use ferry_integration::pb::echo::{EchoReply, EchoRequest};
 use ferry_integration::{
-    Admin, Ferry, GrpcUpstream, HttpClient, Issued, Sse, Workload, eventually, peers,
+    Admin, Ferry, GrpcUpstream, HttpClient, Issued, Sse, Workload, eventually,
 };
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
@@ -23,8 +22,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 
 use crate::support::{
-    CLIENT_ID, Cert, INBOUND, OUTBOUND, PATIENCE, Pki, SERVER_ID, catch_all, cluster, config,
-    counter, counter_reaches, listener, mesh_cluster, path_str, start, strict,
+    CLIENT_ID, INBOUND, OUTBOUND, PATIENCE, Pki, SERVER_ID, assert_serves, catch_all, cluster,
+    config, counter, counter_reaches, listener, mesh_cluster, path_str, start, strict,
 };
 
 /// Writes a new `..vN` directory with the files and swaps `..data` to it, as the kubelet does.
@@ -39,50 +38,6 @@ async fn kubelet_swap(dir: &Path, n: u32, files: &[(&str, &str)]) -> anyhow::Res
     tokio::fs::rename(&tmp, dir.join("..data"))
         .await
         .context("swapping ..data")
-}
-
-/// The certificate a new TLS connection to `ferry`'s inbound listener is shown, as the
-/// base64 body of the PEM `openssl s_client -showcerts` prints.
-async fn served_cert(ferry: &Ferry, pki: &Pki, client: &Cert) -> anyhow::Result<String> {
-    let out = peers::run_openssl(&[
-        "s_client",
-        "-connect",
-        &ferry.listener(INBOUND)?.to_string(),
-        "-cert",
-        &path_str(&client.files.cert),
-        "-key",
-        &path_str(&client.files.key),
-        "-CAfile",
-        &path_str(&pki.ca_path()),
-        "-showcerts",
-    ])
-    .await?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let body = pem_body(&text);
-    anyhow::ensure!(
-        !body.is_empty(),
-        "openssl s_client showed no certificate:\n{text}"
-    );
-    Ok(body)
-}
-
-async fn assert_serves(
-    ferry: &Ferry,
-    pki: &Pki,
-    client: &Cert,
-    want: &Issued,
-    what: &str,
-) -> anyhow::Result<()> {
-    eventually(PATIENCE, || async {
-        let got = served_cert(ferry, pki, client).await?;
-        anyhow::ensure!(
-            got == want.base64_body(),
-            "ferry still serves another certificate"
-        );
-        Ok(())
-    })
-    .await
-    .with_context(|| format!("{what}; ferry logs:\n{}", ferry.logs()))
 }
 
 /// `/config_dump` and `ferry_tls_cert_expiry_seconds` show `cert` as the identity, `id`.
@@ -324,106 +279,5 @@ async fn renamed_files_rotate_to_a_new_identity() -> anyhow::Result<()> {
         .cloned()
         .unwrap_or_default();
     assert!(xfcc.starts_with(&format!("By={new_id};")), "{xfcc}");
-    Ok(())
-}
-
-#[tokio::test]
-async fn trust_bundle_rewrite_admits_a_new_ca() -> anyhow::Result<()> {
-    let echo = ferry_integration::Echo::start("app").await?;
-    let pki = Pki::new().await?;
-    let server_cert = pki.server().await?;
-    let server = start(&config(
-        Some(pki.identity(&server_cert)),
-        json!([listener(INBOUND, Some(strict()), catch_all("app"))]),
-        json!([cluster("app", echo.addr())]),
-    ))
-    .await?;
-    let addr = server.listener(INBOUND)?;
-    // A client issued by the next CA, which trusts both (the order of a trust-anchor change).
-    let next = Pki::named("next mesh CA").await?;
-    let moved = next.client("moved", CLIENT_ID).await?;
-    let both = format!("{}{}", pki.ca.pem(), next.ca.pem());
-    let client =
-        ferry_integration::TlsClient::new(&both, &moved.issued.cert_pem, &moved.issued.key_pem)?;
-    assert!(
-        client.get(addr, "/", &[]).await.is_err(),
-        "served before ferry trusts the new CA"
-    );
-    counter_reaches(
-        &server,
-        "ferry_tls_handshake_failures_total",
-        &[("listener", INBOUND), ("reason", "unknown_ca")],
-        1.0,
-    )
-    .await?;
-    let tmp = pki.dir().join(".ca.crt.tmp");
-    tokio::fs::write(&tmp, &both).await?;
-    tokio::fs::rename(&tmp, pki.ca_path()).await?;
-    let reply = eventually(PATIENCE, || async { client.get(addr, "/", &[]).await })
-        .await
-        .with_context(|| format!("the new CA was never trusted; logs:\n{}", server.logs()))?;
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    // The old CA's clients are still admitted.
-    let old = pki.tls_client(&pki.client("old", CLIENT_ID).await?)?;
-    assert_eq!(old.get(addr, "/", &[]).await?.status, 200);
-    Ok(())
-}
-
-#[tokio::test]
-async fn config_reload_naming_other_files_switches_identity() -> anyhow::Result<()> {
-    let echo = ferry_integration::Echo::start("app").await?;
-    let pki = Pki::new().await?;
-    let client_cert = pki.client("client", CLIENT_ID).await?;
-    let v1 = pki.server().await?;
-    let v2 = pki
-        .issue("server-v2", &Workload::spiffe(SERVER_ID).loopback())
-        .await?;
-    let cfg = |identity| {
-        config(
-            Some(identity),
-            json!([listener(INBOUND, Some(strict()), catch_all("app"))]),
-            json!([cluster("app", echo.addr())]),
-        )
-    };
-    let server = start(&cfg(pki.identity(&v1))).await?;
-    assert_serves(&server, &pki, &client_cert, &v1.issued, "at start").await?;
-    server
-        .config()?
-        .write_value(&cfg(pki.identity(&v2)))
-        .await?;
-    assert_serves(
-        &server,
-        &pki,
-        &client_cert,
-        &v2.issued,
-        "after the config reload",
-    )
-    .await?;
-    // A config naming a missing key is refused as a whole and counted (as a TLS reload failure,
-    // not a config reload failure); v2 keeps serving.
-    let failures = counter(&server, "ferry_tls_reload_failures_total", &[]).await?;
-    let mut broken = pki.identity(&v2);
-    broken["key"] = json!(path_str(&pki.dir().join("missing.key")));
-    server.config()?.write_value(&cfg(broken)).await?;
-    counter_reaches(
-        &server,
-        "ferry_tls_reload_failures_total",
-        &[],
-        failures + 1.0,
-    )
-    .await?;
-    assert_serves(
-        &server,
-        &pki,
-        &client_cert,
-        &v2.issued,
-        "after a bad reload",
-    )
-    .await?;
-    let ok = pki
-        .tls_client(&client_cert)?
-        .get(server.listener(INBOUND)?, "/", &[])
-        .await?;
-    assert_eq!(ok.status, 200, "{}", ok.text());
     Ok(())
 }

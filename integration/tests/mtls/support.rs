@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use ferry_integration::certs::Written;
-use ferry_integration::{Admin, Ca, Ferry, Issued, TlsClient, Workload, eventually, to_yaml};
+use ferry_integration::certs::pem_body;
+use ferry_integration::{
+    Admin, Ca, Ferry, Issued, TlsClient, Workload, eventually, peers, to_yaml,
+};
 use serde_json::{Value, json};
 
 /// Patience for eventual assertions that should pass almost at once.
@@ -277,4 +280,48 @@ fn tls_lines(text: &str) -> String {
         .filter(|l| l.contains("tls") || l.contains("authz"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The certificate a new TLS connection to `ferry`'s inbound listener is shown, as the
+/// base64 body of the PEM `openssl s_client -showcerts` prints.
+pub async fn served_cert(ferry: &Ferry, pki: &Pki, client: &Cert) -> anyhow::Result<String> {
+    let out = peers::run_openssl(&[
+        "s_client",
+        "-connect",
+        &ferry.listener(INBOUND)?.to_string(),
+        "-cert",
+        &path_str(&client.files.cert),
+        "-key",
+        &path_str(&client.files.key),
+        "-CAfile",
+        &path_str(&pki.ca_path()),
+        "-showcerts",
+    ])
+    .await?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let body = pem_body(&text);
+    anyhow::ensure!(
+        !body.is_empty(),
+        "openssl s_client showed no certificate:\n{text}"
+    );
+    Ok(body)
+}
+
+pub async fn assert_serves(
+    ferry: &Ferry,
+    pki: &Pki,
+    client: &Cert,
+    want: &Issued,
+    what: &str,
+) -> anyhow::Result<()> {
+    eventually(PATIENCE, || async {
+        let got = served_cert(ferry, pki, client).await?;
+        anyhow::ensure!(
+            got == want.base64_body(),
+            "ferry still serves another certificate"
+        );
+        Ok(())
+    })
+    .await
+    .with_context(|| format!("{what}; ferry logs:\n{}", ferry.logs()))
 }
