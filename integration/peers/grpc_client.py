@@ -1,8 +1,9 @@
 """A real grpcio client for ferry's end-to-end tests.
 
 Compiles the test proto with grpcio-tools at run time, calls ferry.test.v1.Echo through the
-given target, and prints one JSON object with what came back. Exits non-zero on any RPC error
-so the calling Rust test fails with grpcio's own message.
+given target (plaintext, or mutual TLS with --ca/--cert/--key), and prints one JSON object
+with what came back. Exits non-zero on any RPC error so the calling Rust test fails with
+grpcio's own message.
 """
 
 import argparse
@@ -29,6 +30,25 @@ def compile_protos(proto_dir, out_dir):
     return importlib.import_module("echo_pb2"), importlib.import_module("echo_pb2_grpc")
 
 
+def open_channel(args):
+    if not args.ca:
+        return grpc.insecure_channel(args.target)
+
+    def read(path):
+        with open(path, "rb") as f:
+            return f.read()
+
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=read(args.ca),
+        private_key=read(args.key),
+        certificate_chain=read(args.cert),
+    )
+    options = []
+    if args.server_name:
+        options.append(("grpc.ssl_target_name_override", args.server_name))
+    return grpc.secure_channel(args.target, creds, options=options)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--target", required=True)
@@ -36,11 +56,19 @@ def main():
     parser.add_argument("--message", default="hello from grpcio")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=10.0)
+    # Mutual TLS: all three files, or none for a plaintext (h2c) channel.
+    parser.add_argument("--ca", help="PEM CA bundle that verifies the server")
+    parser.add_argument("--cert", help="PEM client certificate chain")
+    parser.add_argument("--key", help="PEM client private key")
+    parser.add_argument("--server-name", help="name to verify the server certificate against")
     args = parser.parse_args()
+    tls = [args.ca, args.cert, args.key]
+    if any(tls) and not all(tls):
+        raise SystemExit("--ca, --cert and --key go together")
 
     with tempfile.TemporaryDirectory() as out_dir:
         pb2, pb2_grpc = compile_protos(args.proto_dir, out_dir)
-        with grpc.insecure_channel(args.target) as channel:
+        with open_channel(args) as channel:
             stub = pb2_grpc.EchoStub(channel)
             reply, call = stub.Unary.with_call(
                 pb2.EchoRequest(message=args.message),

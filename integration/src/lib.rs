@@ -1,16 +1,19 @@
-//! ferry-integration: test support for ferry's end-to-end tests (the one test binary lives in
-//! `tests/e2e/`). It builds and runs the real `ferry` binary on `127.0.0.1:0`, starts real
+//! ferry-integration: test support for ferry's end-to-end tests (`tests/e2e/`, mutual TLS in
+//! `tests/mtls/`). It builds and runs the real `ferry` binary on `127.0.0.1:0`, starts real
 //! upstreams (HTTP/1.1 + h2c echo, SSE, upload sink, tonic gRPC), installs pinned third-party
-//! peers (curl from the image, Python grpcio), and offers eventual assertions.
+//! peers (curl and openssl from the image, Python grpcio), makes throwaway certificates (rcgen),
+//! and offers eventual assertions.
 //!
 //! This crate is test code, so it uses `anyhow` for errors, as the style guide allows for tests.
 
 pub mod admin;
+pub mod certs;
 pub mod client;
 pub mod config;
 pub mod eventually;
 pub mod ferry;
 pub mod peers;
+pub mod tls_client;
 pub mod upstream;
 pub mod workspace;
 
@@ -29,10 +32,12 @@ pub mod pb {
 }
 
 pub use admin::{Admin, Metrics};
+pub use certs::{Ca, Issued, Workload};
 pub use client::{HttpClient, Reply};
 pub use config::{ConfigDir, to_yaml};
 pub use eventually::eventually;
 pub use ferry::{BoundAddresses, Ferry};
+pub use tls_client::TlsClient;
 pub use upstream::echo::{Echo, EchoReport};
 pub use upstream::grpc::GrpcUpstream;
 pub use upstream::sse::{Sse, SseStream};

@@ -1,6 +1,6 @@
-//! Third-party clients no one here wrote: `curl` from the base image and Python `grpcio`,
-//! installed (pinned) by `peers/install.sh` into `<root>/target/peers/py`. A missing peer is an
-//! error that fails the test; nothing is skipped.
+//! Third-party clients no one here wrote: `curl` and `openssl` from the base image and Python
+//! `grpcio`, installed (pinned) by `peers/install.sh` into `<root>/target/peers/py`. A missing
+//! peer is an error that fails the test; nothing is skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -25,6 +25,39 @@ pub async fn curl() -> anyhow::Result<PathBuf> {
         }
     }
     bail!("curl is not installed: the base image must provide it (apt-get install curl)")
+}
+
+/// Path of `openssl`, which the base image must provide.
+pub async fn openssl() -> anyhow::Result<PathBuf> {
+    on_path("openssl").await.context(
+        "openssl is not installed: the base image must provide it (apt-get install openssl)",
+    )
+}
+
+async fn on_path(name: &str) -> Option<PathBuf> {
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        let candidate = PathBuf::from(dir).join(name);
+        if tokio::fs::metadata(&candidate)
+            .await
+            .is_ok_and(|m| m.is_file())
+        {
+            return Some(candidate);
+        }
+    }
+    None
+}
+
+/// Runs `openssl` with `args`, closing its stdin at once, and returns its output (any exit
+/// status). `s_client` then sends nothing after the handshake and exits.
+pub async fn run_openssl(args: &[&str]) -> anyhow::Result<Output> {
+    let openssl = openssl().await?;
+    Command::new(openssl)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .context("running openssl")
 }
 
 /// Runs curl with `args` and returns its output (any exit status).
