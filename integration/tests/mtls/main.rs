@@ -6,6 +6,7 @@
 mod authz;
 mod grpcio;
 mod hop;
+mod known_bugs;
 mod modes;
 mod refusals;
 mod reload;
