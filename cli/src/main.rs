@@ -69,8 +69,9 @@ struct RunArgs {
     #[arg(long)]
     worker_threads: Option<usize>,
     /// Load the workload identity from DIR/tls.crt, DIR/tls.key and DIR/ca.crt (the names the
-    /// injector's certificate volume uses) when the config names no `identity`. With the
-    /// built-in default config, the inbound listener then runs mutual TLS in permissive mode.
+    /// injector's certificate volume uses) when the config names no `identity` (a file's own
+    /// wins). Without --config, the inbound (or --listen) listener then runs mutual TLS in
+    /// permissive mode.
     #[arg(long, value_name = "DIR")]
     identity_dir: Option<PathBuf>,
 }
@@ -173,8 +174,12 @@ fn demo(args: ferry_demo::DemoArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let identity = args.identity_dir.as_deref().map(identity_from_dir);
+    let options = ferry_config::LoadOptions {
+        identity: identity.clone(),
+    };
     let config = match (&args.config, args.listen, args.upstream) {
-        (Some(path), _, _) => match ferry_config::load(path) {
+        (Some(path), _, _) => match ferry_config::load_with(path, &options) {
             Ok(c) => c,
             Err(errors) => {
                 eprintln!("{errors}");
@@ -186,30 +191,21 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 TranslateArg::RestToGrpc => ferry_config::TranslateDirection::RestToGrpc,
                 TranslateArg::GrpcToRest => ferry_config::TranslateDirection::GrpcToRest,
             });
-            ferry_config::one_route_translate_config(listen, upstream, args.admin, direction)
+            let config =
+                ferry_config::one_route_translate_config(listen, upstream, args.admin, direction);
+            with_identity(config, identity.as_ref(), |_| true)
         }
-        _ => {
-            let mut config = ferry_config::default_config();
-            if args.identity_dir.is_some() {
-                for l in config.listeners.iter_mut().filter(|l| l.name == "inbound") {
-                    l.tls.mode = ferry_config::TlsMode::Permissive;
-                }
-            }
-            config
-        }
+        _ => with_identity(ferry_config::default_config(), identity.as_ref(), |l| {
+            l.name == "inbound"
+        }),
     };
-    let identity = args.identity_dir.as_deref().map(identity_from_dir);
     // Descriptor sets named by the config are part of it: a missing or broken one is a usage
     // error reported at its field, like any config error (checked before any socket opens).
     if let Err(errors) = ferry_proxy::descriptors::Descriptors::load(&config) {
         eprintln!("{errors}");
         return Ok(ExitCode::from(64));
     }
-    let mut checked = config.clone();
-    if checked.identity.is_none() {
-        checked.identity = identity.clone();
-    }
-    if let Err(errors) = ferry_proxy::tls::TlsFiles::load(&checked) {
+    if let Err(errors) = ferry_proxy::tls::TlsFiles::load(&config) {
         eprintln!("{errors}");
         return Ok(ExitCode::from(64));
     }
@@ -272,6 +268,23 @@ async fn wait_for_shutdown() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// A built-in config with `identity` (when given) and the listeners `serving` chooses in
+/// permissive mutual TLS: callers may then use TLS or, while they migrate, plaintext.
+fn with_identity(
+    mut config: ferry_config::Config,
+    identity: Option<&ferry_config::Identity>,
+    serving: impl Fn(&ferry_config::Listener) -> bool,
+) -> ferry_config::Config {
+    let Some(identity) = identity else {
+        return config;
+    };
+    config.identity = Some(identity.clone());
+    for l in config.listeners.iter_mut().filter(|l| serving(l)) {
+        l.tls.mode = ferry_config::TlsMode::Permissive;
+    }
+    config
 }
 
 /// `--identity-dir DIR`: the three files by the names cert-manager's CSI driver and

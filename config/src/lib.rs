@@ -22,7 +22,7 @@ mod yaml;
 pub use builtin::{DEFAULT_YAML, default_config, one_route_config, one_route_translate_config};
 pub use error::{ConfigError, ConfigErrors};
 pub use ir::*;
-pub use parse::{load, parse};
+pub use parse::{LoadOptions, load, load_with, parse, parse_with};
 pub use validate::format_duration;
 
 /// The JSON Schema of the config file, derived from the [`raw`] types.

@@ -10,8 +10,25 @@ use crate::raw::RawConfig;
 use crate::validate::{self, Ctx};
 use crate::yaml::{self, PosIndex, join_key};
 
+/// What a caller adds to every file it loads.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The identity of a file that names none (`ferry run --identity-dir`); it then counts as
+    /// the file's own (validation, `/config_dump`).
+    pub identity: Option<crate::ir::Identity>,
+}
+
 /// Parses and validates one config file. `source_name` is used in error messages.
 pub fn parse(source_name: &str, text: &str) -> Result<Config, ConfigErrors> {
+    parse_with(source_name, text, &LoadOptions::default())
+}
+
+/// [`parse`] with `options`.
+pub fn parse_with(
+    source_name: &str,
+    text: &str,
+    options: &LoadOptions,
+) -> Result<Config, ConfigErrors> {
     let (value, index) = yaml::load(text).map_err(|e| {
         ConfigErrors::single(ConfigError {
             file: source_name.to_owned(),
@@ -26,7 +43,7 @@ pub fn parse(source_name: &str, text: &str) -> Result<Config, ConfigErrors> {
         return Err(ConfigErrors { errors });
     };
     let mut ctx = Ctx::new(source_name, &index);
-    let parts = validate::config(&mut ctx, raw);
+    let parts = validate::config(&mut ctx, raw, options);
     errors.extend(ctx.into_errors());
     if errors.is_empty() {
         Ok(finish(parts))
@@ -38,9 +55,14 @@ pub fn parse(source_name: &str, text: &str) -> Result<Config, ConfigErrors> {
 
 /// Reads and parses a config file; an unreadable file is one error naming it.
 pub fn load(path: &std::path::Path) -> Result<Config, ConfigErrors> {
+    load_with(path, &LoadOptions::default())
+}
+
+/// [`load`] with `options`.
+pub fn load_with(path: &std::path::Path, options: &LoadOptions) -> Result<Config, ConfigErrors> {
     let name = path.display().to_string();
     match std::fs::read_to_string(path) {
-        Ok(text) => parse(&name, &text),
+        Ok(text) => parse_with(&name, &text, options),
         Err(e) => Err(ConfigErrors::single(ConfigError {
             file: name,
             line: 0,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::defaults;
 use crate::error::ConfigError;
 use crate::ir::{Admin, Cluster, Listener, ListenerLimits, Runtime};
+use crate::parse::LoadOptions;
 use crate::raw::{DurationText, RawConfig, RawListener, SocketAddrText};
 use crate::yaml::PosIndex;
 
@@ -112,7 +113,7 @@ pub(crate) struct Parts {
 }
 
 /// Validates a whole file; errors are left in `ctx`.
-pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig) -> Parts {
+pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig, options: &LoadOptions) -> Parts {
     match raw.api_version.as_ref().map(|v| v.as_str()) {
         Some(defaults::API_VERSION) => {}
         Some(other) => ctx.error(
@@ -146,9 +147,13 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig) -> Parts {
         defaults::DRAIN_TIMEOUT,
     );
 
-    let identity = tls::identity(ctx, raw.identity.as_ref());
+    // The file's own identity wins; `ferry run --identity-dir` fills in one it lacks.
+    let identity = match &raw.identity {
+        Some(_) => tls::identity(ctx, raw.identity.as_ref()),
+        None => options.identity.clone(),
+    };
     // An identity with errors still counts as present: its own errors are the ones to fix.
-    let has_identity = raw.identity.is_some();
+    let has_identity = raw.identity.is_some() || identity.is_some();
     let clusters = cluster::clusters(ctx, &raw.clusters, has_identity);
     let mut names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     names.sort_unstable();

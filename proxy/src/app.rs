@@ -380,8 +380,16 @@ impl Reloadable for Inner {
 
 /// Swaps the identity new handshakes use and exports its expiry.
 fn set_identity(store: &IdentityStore, metrics: &Metrics, material: Option<Arc<Material>>) {
+    let previous = store.current();
+    // A certificate no longer loaded must not keep an expiry series an alert could fire on.
+    if let Some(p) = &previous
+        && material.as_ref().is_none_or(|m| m.cert_path != p.cert_path)
+    {
+        metrics.tls_cert_expiry.remove(&crate::metrics::CertLabels {
+            cert: p.cert_path.display().to_string(),
+        });
+    }
     if let Some(m) = &material {
-        let previous = store.current();
         if previous.as_ref().is_none_or(|p| p.files != m.files) {
             tracing::info!(identity = %m.id, cert = %m.cert_path.display(), not_after = m.not_after, "workload identity loaded");
         }

@@ -49,7 +49,9 @@ pub(crate) async fn watch<R: Reloadable>(
         .unwrap_or_else(|| PathBuf::from("."));
     let fs_tx = tx.clone();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        // Opening and reading a file is an event too (inotify's OPEN/ACCESS): reloading on
+        // those would read the files again and reload forever.
+        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
             let _ = fs_tx.try_send(());
         }
     });
@@ -95,10 +97,8 @@ pub(crate) async fn watch<R: Reloadable>(
         let identity = identity.clone();
         // Config, descriptor and TLS files are read together on the blocking pool.
         let loaded = tokio::task::spawn_blocking(move || {
-            let mut config = ferry_config::load(&load_path).map_err(Refused::Config)?;
-            if config.identity.is_none() {
-                config.identity = identity;
-            }
+            let options = ferry_config::LoadOptions { identity };
+            let config = ferry_config::load_with(&load_path, &options).map_err(Refused::Config)?;
             let descriptors = Descriptors::load(&config).map_err(Refused::Config)?;
             let tls = TlsFiles::load(&config).map_err(Refused::Tls)?;
             Ok::<_, Refused>((config, descriptors, tls))
@@ -114,7 +114,7 @@ pub(crate) async fn watch<R: Reloadable>(
             Ok(Err(Refused::Tls(errors))) => {
                 // Often a rotation caught half-written; the next file event retries.
                 inner.shared().metrics.tls_reload_failures.inc();
-                tracing::error!(file = %path.display(), "identity or CA files refused; the previous identity and config keep serving:\n{errors}");
+                tracing::warn!(file = %path.display(), "identity or CA files refused; the previous identity and config keep serving:\n{errors}");
                 continue;
             }
             Err(error) => {
