@@ -66,3 +66,15 @@ pub const TRANSLATE_MAX_DECODED_BYTES: u64 = 64 * 1024 * 1024;
 pub const TENSOR_METADATA_REFRESH: Duration = Duration::from_secs(30);
 /// A TLS handshake not finished within this is abandoned.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// `redis.timeout`.
+pub const REDIS_TIMEOUT: Duration = Duration::from_millis(50);
+/// The port of a `redis.address` that names none.
+pub const REDIS_PORT: u16 = 6379;
+/// `routes[].rate_limit[].fallback`.
+pub const TOKEN_FALLBACK: u64 = 0;
+/// `routes[].rate_limit[].request_usage`.
+pub const REQUEST_USAGE: bool = true;
+/// `routes[].concurrency.queue`.
+pub const CONCURRENCY_QUEUE: u32 = 0;
+/// `routes[].concurrency.queue_timeout`.
+pub const CONCURRENCY_QUEUE_TIMEOUT: Duration = Duration::from_secs(1);

@@ -18,6 +18,7 @@ use crate::ir::{
 };
 use crate::validate::{Parts, format_duration, format_percent};
 
+mod limits;
 mod tls;
 
 /// Builds the final [`Config`] from validated parts.
@@ -38,6 +39,9 @@ pub(crate) fn finish(parts: Parts) -> Config {
     if let Some(identity) = &parts.identity {
         effective.insert("identity".into(), tls::identity(identity));
     }
+    if let Some(redis) = &parts.redis {
+        effective.insert("redis".into(), limits::redis(redis));
+    }
     effective.insert(
         "listeners".into(),
         parts.listeners.iter().map(listener).collect(),
@@ -47,7 +51,15 @@ pub(crate) fn finish(parts: Parts) -> Config {
         parts.clusters.iter().map(cluster).collect(),
     );
     let effective = Value::Object(effective);
-    let digest = Sha256::digest(effective.to_string().as_bytes());
+    let mut hasher = Sha256::new();
+    hasher.update(effective.to_string().as_bytes());
+    // The dump hides the Redis password; a new password must still be a new version (a reload
+    // with an unchanged version does nothing).
+    if let Some(redis) = &parts.redis {
+        hasher.update(b"\0redis:");
+        hasher.update(redis.url.as_bytes());
+    }
+    let digest = hasher.finalize();
     let version = digest.iter().map(|b| format!("{b:02x}")).collect();
     Config {
         admin: parts.admin,
@@ -174,6 +186,13 @@ fn route(r: &Route) -> Value {
     }
     if let Some(a) = &r.authorization {
         out.insert("authorization".into(), tls::authorization(a));
+    }
+    if !r.rate_limit.is_empty() {
+        let list: Vec<Value> = r.rate_limit.iter().map(limits::rate_limit).collect();
+        out.insert("rate_limit".into(), list.into());
+    }
+    if let Some(c) = &r.concurrency {
+        out.insert("concurrency".into(), limits::concurrency(c));
     }
     Value::Object(out)
 }

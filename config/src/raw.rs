@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 mod cluster;
+mod limits;
 mod route;
 mod scalars;
 mod shorthand;
@@ -15,6 +16,10 @@ mod tensors;
 mod tls;
 
 pub use cluster::{DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol};
+pub use limits::{
+    ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,
+    RateLimitSpec, RedisSpec, ScopeSpec, TokenChargeSpec,
+};
 pub use route::{
     DirectResponseSpec, HeaderEditsSpec, HeaderMatchSpec, ModelMatchSpec, PathMatchSpec,
     PrefixRewriteSpec, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec, RouteMatchSpec, StreamingSpec,
@@ -44,6 +49,8 @@ pub struct RawConfig {
     /// This workload's certificate, key and trust bundles, for mutual TLS; needed by listeners
     /// with `tls.mode` strict or permissive and clusters with `tls.mode: mesh`.
     pub identity: Option<IdentitySpec>,
+    /// The store for `scope: global` rate limits; needed by any such limit.
+    pub redis: Option<RedisSpec>,
     /// Data-plane listeners.
     #[serde(default)]
     pub listeners: Vec<RawListener>,

@@ -15,7 +15,9 @@ use crate::raw::{DurationText, RawConfig, RawListener, SocketAddrText};
 use crate::yaml::PosIndex;
 
 mod cluster;
+mod limits;
 mod matchers;
+mod redis;
 mod route;
 mod spiffe;
 mod template;
@@ -24,6 +26,8 @@ mod tls;
 mod transcode;
 mod values;
 
+pub(crate) use limits::key_part_text;
+pub(crate) use redis::redact_password;
 pub use values::format_duration;
 pub(crate) use values::format_percent;
 
@@ -46,6 +50,18 @@ impl<'a> Ctx<'a> {
     /// Records a problem with the value at `path`.
     pub(crate) fn error(&mut self, path: &str, message: impl Into<String>) {
         let pos = self.index.value(path);
+        self.errors.push(ConfigError {
+            file: self.file.to_owned(),
+            line: pos.line,
+            col: pos.col,
+            path: path.to_owned(),
+            message: message.into(),
+        });
+    }
+
+    /// Records a problem with the mapping key at `path` (a bad key rather than its value).
+    pub(crate) fn error_at_key(&mut self, path: &str, message: impl Into<String>) {
+        let pos = self.index.key(path);
         self.errors.push(ConfigError {
             file: self.file.to_owned(),
             line: pos.line,
@@ -154,11 +170,19 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig, options: &LoadOptions) -
     };
     // An identity with errors still counts as present: its own errors are the ones to fix.
     let has_identity = raw.identity.is_some() || identity.is_some();
+    let redis = redis::redis(ctx, raw.redis.as_ref());
+    // Likewise a redis with errors: `scope: global` limits are not also reported.
+    let has_redis = raw.redis.is_some();
     let clusters = cluster::clusters(ctx, &raw.clusters, has_identity);
     let mut names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    let listeners = listeners(ctx, &raw.listeners, admin_address, &names, has_identity);
+    let env = Env {
+        clusters: &names,
+        has_identity,
+        has_redis,
+    };
+    let listeners = listeners(ctx, &raw.listeners, admin_address, env);
     Parts {
         admin: Admin {
             address: admin_address,
@@ -170,16 +194,26 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig, options: &LoadOptions) -
         listeners,
         clusters,
         identity,
-        redis: None,
+        redis,
     }
+}
+
+/// What listeners and routes are checked against: the rest of the file.
+#[derive(Debug, Clone, Copy)]
+struct Env<'a> {
+    /// Cluster names, sorted and unique.
+    clusters: &'a [&'a str],
+    /// The file has a top-level `identity` (valid or not).
+    has_identity: bool,
+    /// The file has a top-level `redis` (valid or not).
+    has_redis: bool,
 }
 
 fn listeners(
     ctx: &mut Ctx<'_>,
     raw: &[RawListener],
     admin: SocketAddr,
-    clusters: &[&str],
-    has_identity: bool,
+    env: Env<'_>,
 ) -> Vec<Listener> {
     let mut names: HashMap<&str, usize> = HashMap::new();
     // Port 0 asks the OS for a fresh port, so two such listeners never collide.
@@ -213,13 +247,18 @@ fn listeners(
             }
         }
         let limits = listener_limits(ctx, &path, l);
-        let routes = route::routes(ctx, &path, &l.routes, clusters);
+        let routes = route::routes(ctx, &path, &l.routes, env.clusters, env.has_redis);
         out.push(Listener {
             name: l.name.0.clone(),
             address: address.unwrap_or(defaults::ADMIN_ADDRESS),
             routes,
             limits,
-            tls: tls::listener_tls(ctx, &format!("{path}.tls"), l.tls.as_ref(), has_identity),
+            tls: tls::listener_tls(
+                ctx,
+                &format!("{path}.tls"),
+                l.tls.as_ref(),
+                env.has_identity,
+            ),
             authorization: tls::authorization(
                 ctx,
                 &format!("{path}.authorization"),

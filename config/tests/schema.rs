@@ -48,6 +48,7 @@ fn schema_is_json_and_names_the_top_level_keys() {
             "admin",
             "runtime",
             "identity",
+            "redis",
             "listeners",
             "clusters"
         ])
@@ -100,13 +101,16 @@ fn every_key_of_the_effective_config_is_in_the_schema() {
     );
 }
 
-/// Object keys, skipping the header maps (their keys are header names, not fields).
+/// Object keys, skipping the header maps (their keys are header names, not fields) and rate
+/// limit overrides' `match` (keyed by key parts such as `header:x-tenant`).
 fn collect_keys(v: &Value, out: &mut BTreeSet<String>) {
     match v {
         Value::Object(map) => {
+            let is_override = map.contains_key("match")
+                && (map.contains_key("requests") || map.contains_key("tokens"));
             for (k, v) in map {
                 out.insert(k.clone());
-                if k != "set" && k != "add" {
+                if k != "set" && k != "add" && !(is_override && k == "match") {
                     collect_keys(v, out);
                 }
             }
@@ -189,6 +193,108 @@ clusters:
     let mut keys = BTreeSet::new();
     collect_keys(&config.effective_json, &mut keys);
     for key in ["identity", "tls", "authorization", "peers", "server", "ca"] {
+        assert!(keys.contains(key), "effective config lacks {key}");
+    }
+    let unknown: Vec<&String> = keys.iter().filter(|k| !names.contains(*k)).collect();
+    assert!(
+        unknown.is_empty(),
+        "effective config keys not in schema: {unknown:?}"
+    );
+}
+
+#[test]
+fn limits_are_in_the_schema() {
+    let schema = ferry_config::json_schema();
+    let defs = schema["$defs"].as_object().unwrap();
+    let props = |def: &str| -> BTreeSet<String> {
+        defs[def]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("$defs/{def} has no properties"))
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(props("Redis"), set(&["address", "timeout", "on_failure"]));
+    assert_eq!(
+        props("RateLimit"),
+        set(&[
+            "name",
+            "requests",
+            "tokens",
+            "per",
+            "burst",
+            "key",
+            "scope",
+            "mode",
+            "charge",
+            "fallback",
+            "request_usage",
+            "overrides"
+        ])
+    );
+    assert_eq!(props("Override"), set(&["match", "requests", "tokens"]));
+    assert_eq!(
+        props("Concurrency"),
+        set(&["max", "queue", "queue_timeout", "adaptive"])
+    );
+    for (def, field) in [("Route", "rate_limit"), ("Route", "concurrency")] {
+        assert!(props(def).contains(field), "$defs/{def} lacks {field}");
+    }
+    assert_eq!(defs["Redis"]["required"], serde_json::json!(["address"]));
+    assert_eq!(defs["RateLimit"]["required"], serde_json::json!(["per"]));
+    assert_eq!(defs["Concurrency"]["required"], serde_json::json!(["max"]));
+    assert_eq!(defs["Override"]["required"], serde_json::json!(["match"]));
+    assert!(defs["KeyPart"]["pattern"].is_string());
+    assert_eq!(defs["KeyValues"]["minProperties"], 1);
+    for def in ["Redis", "RateLimit", "Override", "Concurrency"] {
+        assert_eq!(defs[def]["additionalProperties"], false, "{def}");
+    }
+    for (def, values) in [
+        ("OnFailure", &["allow", "deny"][..]),
+        ("Scope", &["local", "global"]),
+        ("LimitMode", &["enforce", "shadow"]),
+        ("TokenCharge", &["total", "prompt", "completion"]),
+    ] {
+        let text = defs[def].to_string();
+        for v in values {
+            assert!(text.contains(&format!("\"{v}\"")), "$defs/{def} lacks {v}");
+        }
+    }
+}
+
+#[test]
+fn every_key_of_an_effective_limits_config_is_in_the_schema() {
+    let text = "apiVersion: ferry/v1
+redis: { address: \"redis://u:p@r:1/0\", timeout: 1s, on_failure: deny }
+listeners:
+  - name: in
+    address: 127.0.0.1:1
+    routes:
+      - name: r
+        to: up
+        rate_limit:
+          - { name: a, requests: 1, per: 1s, burst: 2, key: [model, client], mode: shadow,
+              overrides: [{ match: { model: m }, requests: 3 }] }
+          - { tokens: 5, per: 1m, key: [header:x-tenant], scope: global, charge: prompt,
+              fallback: 1, request_usage: false, overrides: [{ match: { header:x-tenant: t }, tokens: 9 }] }
+        concurrency: { max: 2, queue: 3, queue_timeout: 2s, adaptive: true }
+clusters:
+  - { name: up, endpoints: [127.0.0.1:2] }
+";
+    let config = ferry_config::parse("limits.yaml", text).unwrap();
+    let mut names = BTreeSet::new();
+    property_names(&ferry_config::json_schema(), &mut names);
+    let mut keys = BTreeSet::new();
+    collect_keys(&config.effective_json, &mut keys);
+    for key in [
+        "redis",
+        "rate_limit",
+        "concurrency",
+        "overrides",
+        "request_usage",
+        "queue_timeout",
+    ] {
         assert!(keys.contains(key), "effective config lacks {key}");
     }
     let unknown: Vec<&String> = keys.iter().filter(|k| !names.contains(*k)).collect();

@@ -38,6 +38,12 @@ pub struct RawRoute {
     /// Who may call this route, by peer identity and model (on top of the listener's
     /// `authorization`); omitted = anyone the listener admits.
     pub authorization: Option<super::AuthorizationSpec>,
+    /// Rate limits; every entry must admit a request (over one: 429 / RESOURCE_EXHAUSTED).
+    /// Omitted = none.
+    #[serde(default)]
+    pub rate_limit: Vec<super::RateLimitSpec>,
+    /// Cap on requests in flight to the upstream, per model; omitted = none.
+    pub concurrency: Option<super::ConcurrencySpec>,
 }
 
 /// Protocol translation on a route: `{from: rest, to: grpc, protocol: oip-v2}` or the reverse,

@@ -1,9 +1,11 @@
-//! Routes: destination, direct responses, header edits, rewrites, timeouts and retries.
+//! Routes: destination, direct responses, header edits, rewrites, timeouts, retries, and
+//! (through `limits`) rate limits and concurrency.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 
 use super::Ctx;
+use super::limits::{RouteFacts, concurrency, rate_limits};
 use super::matchers::route_match;
 use super::values::{header_name, header_value, parse_duration, parse_percent};
 use crate::defaults;
@@ -21,6 +23,7 @@ pub(super) fn routes(
     listener: &str,
     raw: &[RawRoute],
     clusters: &[&str],
+    has_redis: bool,
 ) -> Vec<Route> {
     let mut names: HashMap<&str, usize> = HashMap::new();
     let mut out = Vec::with_capacity(raw.len());
@@ -35,12 +38,12 @@ pub(super) fn routes(
                 ),
             );
         }
-        out.push(route(ctx, &path, r, clusters));
+        out.push(route(ctx, &path, r, clusters, has_redis));
     }
     out
 }
 
-fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str]) -> Route {
+fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str], has_redis: bool) -> Route {
     let matcher = r
         .matcher
         .as_ref()
@@ -84,10 +87,19 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str]) -> Rout
             to: to?,
         })
     });
+    let facts = RouteFacts {
+        has_redis,
+        no_usage: if r.direct_response.is_some() {
+            Some("a direct_response route has no upstream answer")
+        } else if r.translate.is_some() {
+            Some("translated answers (OIP or descriptor) carry none")
+        } else {
+            None
+        },
+    };
     Route {
-        // Filled in by the limits validation (issue 16).
-        rate_limit: Vec::new(),
-        concurrency: None,
+        rate_limit: rate_limits(ctx, &format!("{path}.rate_limit"), &r.rate_limit, facts),
+        concurrency: concurrency(ctx, &format!("{path}.concurrency"), r.concurrency.as_ref()),
         name: r.name.0.clone(),
         matcher,
         // A stand-in when invalid: the errors already recorded stop this config being used.

@@ -159,7 +159,7 @@ pub(crate) fn parse_sni(text: &str) -> Result<String, String> {
     Ok(text.to_ascii_lowercase())
 }
 
-fn is_dns_name(host: &str) -> bool {
+pub(super) fn is_dns_name(host: &str) -> bool {
     let host = host.strip_suffix('.').unwrap_or(host);
     !host.is_empty()
         && host.len() <= 253
