@@ -6,7 +6,7 @@
 mod authz;
 mod grpcio;
 mod hop;
-mod known_bugs;
+mod regressions;
 mod modes;
 mod refusals;
 mod reload;

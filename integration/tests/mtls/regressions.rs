@@ -1,5 +1,5 @@
-//! Regression tests for ferry bugs found while writing the mutual-TLS tests. They fail on the
-//! commit this branch starts from; each names the defect it pins.
+//! Regression tests for ferry bugs found while writing the mutual-TLS tests (all fixed); each
+//! names the defect it pins.
 
 use std::time::Duration;
 
@@ -89,7 +89,7 @@ async fn expiry_gauge_drops_a_certificate_no_longer_loaded() -> anyhow::Result<(
     Ok(())
 }
 
-/// `ferry run --help` says `--identity-dir` loads the identity "when the config names no
+/// (Was a bug.) `ferry run --help` says `--identity-dir` loads the identity "when the config names no
 /// identity", but a config whose listener needs one is rejected (exit 64) before the flag is
 /// applied, so the flag only works with the built-in default config.
 #[tokio::test]
