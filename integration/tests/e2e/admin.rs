@@ -119,7 +119,7 @@ async fn validate_reports_every_error_with_position_and_exits_64() -> anyhow::Re
     let mut examples = Vec::new();
     for entry in std::fs::read_dir(workspace::root().join("examples"))? {
         let path = entry?.path();
-        if !path.extension().is_some_and(|e| e == "yaml") {
+        if path.extension().is_none_or(|e| e != "yaml") {
             continue;
         }
         let text = std::fs::read_to_string(&path)?;
