@@ -152,7 +152,9 @@ impl RateLimitLayer {
                 .map_or((&limit.bucket, limit.amount), |o| (&o.bucket, o.amount));
             let decision = match bucket.check(&key) {
                 Check::Allowed { remaining, reset } => {
-                    if tightest.is_none_or(|t| remaining < t.remaining) {
+                    // A shadow limit is invisible to callers, its figures included.
+                    let shown = limit.mode == LimitMode::Enforce;
+                    if shown && tightest.is_none_or(|t| remaining < t.remaining) {
                         tightest = Some(Quota {
                             limit: amount,
                             remaining,

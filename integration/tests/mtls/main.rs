@@ -6,9 +6,9 @@
 mod authz;
 mod grpcio;
 mod hop;
-mod regressions;
 mod modes;
 mod refusals;
+mod regressions;
 mod reload;
 mod rotation;
 mod support;

@@ -13,6 +13,7 @@ mod support;
 
 mod authorization;
 mod errors;
+mod limits;
 mod reload;
 mod retries;
 mod routing;
