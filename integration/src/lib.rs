@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod client;
 pub mod config;
+pub mod envoy;
 pub mod eventually;
 pub mod ferry;
 pub mod peers;
@@ -31,6 +32,7 @@ pub mod pb {
 pub use admin::{Admin, Metrics};
 pub use client::{HttpClient, Reply};
 pub use config::{ConfigDir, to_yaml};
+pub use envoy::Envoy;
 pub use eventually::eventually;
 pub use ferry::{BoundAddresses, Ferry};
 pub use upstream::echo::{Echo, EchoReport};
