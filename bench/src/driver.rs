@@ -54,6 +54,13 @@ pub fn run(opts: &Options) -> Result<Summary> {
     let ticks = procfs::clock_ticks()?;
     let (targets, skipped, versions) = resolve_targets(opts)?;
     let upstream = UpstreamProcess::start()?;
+    let workdir = opts.workspace.join("target/bench-work");
+    // Made per run, so no certificate outlives the run that trusted it.
+    let certs = if opts.scenarios.iter().any(|s| s.is_mtls()) {
+        Some(crate::mtls::Certs::generate(&workdir.join("certs"))?)
+    } else {
+        None
+    };
     let plan = Plan {
         targets,
         scenarios: opts.scenarios.clone(),
@@ -63,9 +70,10 @@ pub fn run(opts: &Options) -> Result<Summary> {
         } else {
             Sizing::full()
         },
-        workdir: opts.workspace.join("target/bench-work"),
+        workdir,
         upstream: upstream.addr,
         ticks,
+        certs,
     };
     // One thread: the load generator must stay on core 0 beside the upstream.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -84,6 +92,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         headline: report::headline(&aggregates),
         translate: report::translate::verdicts(&aggregates),
         translate_binary: report::translate::binary_verdict(&aggregates),
+        mtls: report::mtls::verdicts(&aggregates),
         before_after: report::before_after::ratios(&outcome.samples),
         aggregates,
         samples: outcome.samples,

@@ -12,6 +12,7 @@ pub mod driver;
 pub mod error;
 pub mod loadgen;
 pub mod machine;
+pub mod mtls;
 pub mod peers;
 pub mod procfs;
 pub mod relay;

@@ -58,7 +58,7 @@ pub struct RunStats {
 // === impl RunStats ===
 
 impl RunStats {
-    fn new() -> Result<Self> {
+    pub(crate) fn new() -> Result<Self> {
         Ok(Self {
             ok: 0,
             errors: 0,
@@ -81,7 +81,7 @@ impl RunStats {
             .map_err(|e| BenchError::Http(format!("merging histograms: {e}")))
     }
 
-    fn record(&mut self, outcome: Result<usize>, latency: Duration) {
+    pub(crate) fn record(&mut self, outcome: Result<usize>, latency: Duration) {
         match outcome {
             Ok(bytes) => {
                 self.ok += 1;
@@ -129,7 +129,7 @@ async fn open_workers(plan: &LoadPlan) -> Result<Vec<Conn>> {
     Ok(workers)
 }
 
-async fn join(mut set: JoinSet<Result<RunStats>>, started: Instant) -> Result<RunStats> {
+pub(crate) async fn join(mut set: JoinSet<Result<RunStats>>, started: Instant) -> Result<RunStats> {
     let mut total = RunStats::new()?;
     while let Some(joined) = set.join_next().await {
         let stats = joined.map_err(|e| BenchError::Http(format!("load worker: {e}")))??;

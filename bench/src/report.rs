@@ -4,6 +4,7 @@
 
 pub mod before_after;
 mod markdown;
+pub mod mtls;
 pub mod translate;
 
 use std::collections::BTreeMap;
@@ -91,6 +92,8 @@ pub struct Report {
     pub translate: Vec<translate::TranslateVerdict>,
     /// ferry's binary-tensor translation beside its plain 1 MiB POST.
     pub translate_binary: Option<translate::BinaryVerdict>,
+    /// ferry's mutual-TLS costs against its plaintext pair, Envoy and the memory ceiling.
+    pub mtls: Vec<mtls::MtlsVerdict>,
     /// ferry ÷ ferry-base per scenario and metric (empty without `--baseline`).
     pub before_after: Vec<before_after::BeforeAfter>,
     /// Per-target medians and spread.

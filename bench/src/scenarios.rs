@@ -41,6 +41,16 @@ pub enum Scenario {
     /// OIP REST infer → gRPC ModelInfer with FP32 tensors of [`TRANSLATE_SIZES`] elements,
     /// ferry's `translate` vs Envoy's grpc_json_transcoder.
     Translate,
+    /// HTTP/1.1 keep-alive through an outbound → inbound pair, the hop in mutual TLS and in
+    /// plaintext (ferry, Envoy).
+    MtlsH1,
+    /// HTTP/2 through the pair, the hop in mutual TLS and in plaintext (ferry, Envoy).
+    MtlsH2,
+    /// Full mutual-TLS handshakes (no resumption), one request per connection, against the
+    /// inbound alone (ferry, Envoy).
+    MtlsHandshakes,
+    /// Idle RSS of the inbound with an identity loaded and a strict listener (ferry, Envoy).
+    MtlsMemory,
 }
 
 /// Tensor sizes (FP32 elements) of the `translate` scenario.
@@ -75,7 +85,7 @@ pub fn fp32_activations(n: usize) -> String {
 
 impl Scenario {
     /// Every scenario, in run order.
-    pub const ALL: [Scenario; 12] = [
+    pub const ALL: [Scenario; 16] = [
         Scenario::ColdStart,
         Scenario::Memory,
         Scenario::H1Saturation,
@@ -88,6 +98,10 @@ impl Scenario {
         Scenario::SseFirstEvent,
         Scenario::Routes,
         Scenario::Translate,
+        Scenario::MtlsH1,
+        Scenario::MtlsH2,
+        Scenario::MtlsHandshakes,
+        Scenario::MtlsMemory,
     ];
 
     /// Name used on the command line and in results.
@@ -105,12 +119,24 @@ impl Scenario {
             Scenario::ColdStart => "cold_start",
             Scenario::Routes => "routes",
             Scenario::Translate => "translate",
+            Scenario::MtlsH1 => "mtls_h1",
+            Scenario::MtlsH2 => "mtls_h2",
+            Scenario::MtlsHandshakes => "mtls_handshakes",
+            Scenario::MtlsMemory => "mtls_memory",
         }
     }
 
     /// Parses a name.
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether this is one of the mutual-TLS scenarios (they need [`Plan::certs`]).
+    pub fn is_mtls(self) -> bool {
+        matches!(
+            self,
+            Scenario::MtlsH1 | Scenario::MtlsH2 | Scenario::MtlsHandshakes | Scenario::MtlsMemory
+        )
     }
 }
 
@@ -131,6 +157,8 @@ pub struct Sizing {
     pub route_counts: Vec<usize>,
     /// Each tensor size of the translate scenario.
     pub translate: Duration,
+    /// Each mutual-TLS run (a pair's keep-alive load, the handshake loop).
+    pub mtls: Duration,
 }
 
 impl Sizing {
@@ -144,6 +172,7 @@ impl Sizing {
             warmup: Duration::ZERO,
             route_counts: vec![10, 10_000],
             translate: Duration::from_secs(1),
+            mtls: Duration::from_secs(1),
         }
     }
 
@@ -158,6 +187,7 @@ impl Sizing {
             route_counts: vec![10, 10_000],
             // Envoy needs ~0.4 CPU-s per 1,000,000-element request: ≥ 10 of those per run.
             translate: Duration::from_secs(5),
+            mtls: Duration::from_secs(4),
         }
     }
 }
@@ -179,6 +209,8 @@ pub struct Plan {
     pub upstream: SocketAddr,
     /// Clock ticks per second for /proc.
     pub ticks: f64,
+    /// The run's certificates, when a mutual-TLS scenario is selected.
+    pub certs: Option<crate::mtls::Certs>,
 }
 
 /// Everything a run measured, and what failed.
@@ -238,6 +270,9 @@ pub async fn run(plan: &Plan) -> Outcome {
                         rep + 1
                     ));
                 }
+            }
+            if target.kind.is_ferry() || target.kind == Kind::Envoy {
+                ctx.mtls_scenarios().await;
             }
             let (samples, failures) = ctx.finish();
             outcome.samples.extend(samples);

@@ -68,6 +68,12 @@ fn smoke_mode_runs_every_scenario_against_ferry_and_direct() {
         "translate_64",
         "translate_65536",
         "translate_1000000",
+        "mtls_h1",
+        "mtls_h1_plain",
+        "mtls_h2",
+        "mtls_h2_plain",
+        "mtls_handshakes",
+        "mtls_memory",
     ] {
         let ferry_values: Vec<f64> = samples
             .iter()

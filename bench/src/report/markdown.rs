@@ -43,6 +43,7 @@ pub fn render(report: &Report) -> String {
     if let Some(binary) = &report.translate_binary {
         super::translate::render_binary(&mut md, binary);
     }
+    super::mtls::render(&mut md, &report.mtls);
     details(&mut md, &report.aggregates);
     md
 }

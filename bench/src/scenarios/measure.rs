@@ -1,5 +1,6 @@
 //! Measuring one target: start it, drive each scenario's load, read its CPU and memory.
 
+mod mtls;
 mod translate;
 
 use std::sync::Arc;
@@ -192,7 +193,14 @@ impl<'a> Ctx<'a> {
                 self.record(name, "ttfe_max_ms", "ms", max);
             }
             // Measured around the other scenarios and on their own starts.
-            Scenario::Memory | Scenario::ColdStart | Scenario::Routes | Scenario::Translate => {}
+            Scenario::Memory
+            | Scenario::ColdStart
+            | Scenario::Routes
+            | Scenario::Translate
+            | Scenario::MtlsH1
+            | Scenario::MtlsH2
+            | Scenario::MtlsHandshakes
+            | Scenario::MtlsMemory => {}
         }
         Ok(())
     }

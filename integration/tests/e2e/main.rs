@@ -5,6 +5,7 @@
 mod admin;
 mod balancing;
 mod drain;
+mod envoy_mtls;
 mod failures;
 mod grpc;
 mod idle;
