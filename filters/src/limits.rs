@@ -21,6 +21,9 @@ mod errors;
 mod key;
 mod local;
 mod rate;
+mod stream_usage;
+mod usage;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -28,9 +31,12 @@ mod tests;
 pub use self::concurrency::{
     Concurrency, ConcurrencyLayer, ConcurrencySettings, ConcurrencyState, SlotStats,
 };
-pub use self::errors::{Overloaded, RateLimited};
+pub use self::errors::{Overloaded, RateLimited, StoreUnavailable};
 pub use self::key::KeyPart;
 pub use self::local::{Check, LocalBucket};
 pub use self::rate::{
-    Decision, Limit, LimitMode, LimitOverride, OnDecision, RateLimit, RateLimitLayer,
+    Counter, Decision, Limit, LimitMode, LimitOverride, OnDecision, OnStoreFailure, RateLimit,
+    RateLimitLayer, TokenSettings,
 };
+pub use self::usage::{Charge, Usage, find_usage};
+pub use self::window::{LocalWindows, StoreError, StoreFuture, WindowCount, WindowStore};

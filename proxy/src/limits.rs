@@ -10,27 +10,33 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use ferry_config::{
-    Concurrency as ConcurrencyConfig, KeyPart as ConfigKeyPart, LimitAmount, Route,
+    Concurrency as ConcurrencyConfig, KeyPart as ConfigKeyPart, LimitAmount, OnFailure,
+    Redis as RedisConfig, Route, Scope, TokenCharge,
 };
 use ferry_filters::limits::{
-    ConcurrencyLayer, ConcurrencySettings, ConcurrencyState, Decision, KeyPart, Limit, LimitMode,
-    LimitOverride, LocalBucket, RateLimitLayer,
+    Charge, ConcurrencyLayer, ConcurrencySettings, ConcurrencyState, Counter as LimitCounter,
+    Decision, KeyPart, Limit, LimitMode, LimitOverride, LocalBucket, LocalWindows, OnStoreFailure,
+    RateLimitLayer, TokenSettings, WindowStore,
 };
 use http::HeaderName;
 use prometheus_client::metrics::counter::Counter;
 
 use crate::metrics::{DecisionLabels, Metrics, ModelLabels, Name, RouteLabels};
 
+mod redis;
+
+pub use self::redis::RedisWindows;
+
 /// How often idle keys are forgotten.
 const EVICT_EVERY: Duration = Duration::from_secs(10);
 
-/// A limit this build cannot enforce.
+/// A limit that cannot be built.
 #[derive(Debug, thiserror::Error)]
-#[error("route {route:?}: rate limit {limit:?}: {what} is not supported by this build of ferry")]
+#[error("route {route:?}: rate limit {limit:?}: {what}")]
 pub struct Unsupported {
     route: String,
     limit: String,
-    what: &'static str,
+    what: String,
 }
 
 type BucketKey = (String, String, String);
@@ -42,7 +48,9 @@ type Kept<K, V> = Mutex<HashMap<K, (String, Arc<V>)>>;
 #[derive(Debug, Default)]
 pub struct LimitStates {
     buckets: Kept<BucketKey, LocalBucket>,
+    windows: Kept<BucketKey, (Duration, LocalWindows)>,
     concurrency: Kept<(String, String), ConcurrencyState>,
+    redis: Mutex<Option<(RedisConfig, Arc<RedisWindows>)>>,
 }
 
 impl LimitStates {
@@ -63,6 +71,43 @@ impl LimitStates {
         let b = Arc::new(make());
         map.insert(key, (definition, b.clone()));
         b
+    }
+
+    fn windows(
+        &self,
+        key: BucketKey,
+        definition: String,
+        per: Duration,
+    ) -> Arc<(Duration, LocalWindows)> {
+        let Ok(mut map) = self.windows.lock() else {
+            return Arc::new((per, LocalWindows::default()));
+        };
+        if let Some((def, w)) = map.get(&key)
+            && *def == definition
+        {
+            return w.clone();
+        }
+        let w = Arc::new((per, LocalWindows::default()));
+        map.insert(key, (definition, w.clone()));
+        w
+    }
+
+    /// The shared store for `config`, made once per distinct config.
+    fn redis(&self, config: &RedisConfig, metrics: &Metrics) -> Result<Arc<RedisWindows>, String> {
+        let mut slot = self
+            .redis
+            .lock()
+            .map_err(|_| "redis state poisoned".to_owned())?;
+        if let Some((c, store)) = slot.as_ref()
+            && c == config
+        {
+            return Ok(store.clone());
+        }
+        let store = RedisWindows::new(config, metrics.ratelimit_backend_errors.clone())
+            .map_err(|e| format!("redis {}: {e}", redact(&config.url)))?;
+        let store = Arc::new(store);
+        *slot = Some((config.clone(), store.clone()));
+        Ok(store)
     }
 
     fn slots(
@@ -89,6 +134,9 @@ impl LimitStates {
         if let Ok(mut map) = self.buckets.lock() {
             map.retain(|(l, r, _), _| keep(l, r));
         }
+        if let Ok(mut map) = self.windows.lock() {
+            map.retain(|(l, r, _), _| keep(l, r));
+        }
         if let Ok(mut map) = self.concurrency.lock() {
             map.retain(|(l, r), _| keep(l, r));
         }
@@ -100,9 +148,16 @@ impl LimitStates {
             Ok(map) => map.values().map(|(_, b)| b.clone()).collect(),
             Err(_) => return,
         };
+        let windows: Vec<Arc<(Duration, LocalWindows)>> = match self.windows.lock() {
+            Ok(map) => map.values().map(|(_, w)| w.clone()).collect(),
+            Err(_) => Vec::new(),
+        };
         // Outside the lock: a sweep of a large table must not stall a reload.
         for b in buckets {
             b.evict_idle();
+        }
+        for w in windows {
+            w.1.evict_idle(w.0);
         }
     }
 
@@ -187,10 +242,11 @@ fn key_part(p: &ConfigKeyPart) -> KeyPart {
     }
 }
 
-/// The route's rate-limit layer, its buckets taken from (or added to) `states`.
+/// The route's rate-limit layer, its counters taken from (or added to) `states`.
 pub fn rate_limit_layer(
     listener: &str,
     r: &Route,
+    redis: Option<&RedisConfig>,
     states: &LimitStates,
     metrics: &Metrics,
 ) -> Result<Option<RateLimitLayer>, Unsupported> {
@@ -198,19 +254,39 @@ pub fn rate_limit_layer(
         return Ok(None);
     }
     let mut limits = Vec::with_capacity(r.rate_limit.len());
-    let mut counters: Vec<[Counter; 3]> = Vec::with_capacity(r.rate_limit.len());
+    let mut counters: Vec<[Counter; 4]> = Vec::with_capacity(r.rate_limit.len());
     for l in &r.rate_limit {
-        let unsupported = |what| Unsupported {
+        let failed = |what: String| Unsupported {
             route: r.name.clone(),
             limit: l.name.clone(),
             what,
         };
-        let LimitAmount::Requests(amount) = l.amount else {
-            return Err(unsupported("a token budget (`tokens`)"));
+        let (amount, tokens) = match &l.amount {
+            LimitAmount::Requests(n) => (*n, None),
+            LimitAmount::Tokens(t) => (
+                t.tokens,
+                Some(TokenSettings {
+                    charge: match t.charge {
+                        TokenCharge::Total => Charge::Total,
+                        TokenCharge::Prompt => Charge::Prompt,
+                        TokenCharge::Completion => Charge::Completion,
+                    },
+                    fallback: t.fallback,
+                    request_usage: t.request_usage,
+                }),
+            ),
         };
-        if l.scope == ferry_config::Scope::Global {
-            return Err(unsupported("`scope: global`"));
-        }
+        let shared: Option<Arc<dyn WindowStore>> = match l.scope {
+            Scope::Local => None,
+            Scope::Global => {
+                let config = redis.ok_or_else(|| failed("`scope: global` needs `redis`".into()))?;
+                Some(states.redis(config, metrics).map_err(failed)?)
+            }
+        };
+        let on_failure = match redis.map(|c| c.on_failure) {
+            Some(OnFailure::Deny) => OnStoreFailure::Deny,
+            _ => OnStoreFailure::Allow,
+        };
         let definition = format!("{l:?}");
         let key = |suffix: &str| {
             (
@@ -219,31 +295,36 @@ pub fn rate_limit_layer(
                 format!("{}{suffix}", l.name),
             )
         };
-        let bucket = states.bucket(key(""), definition.clone(), || {
-            LocalBucket::new(amount, l.per, l.burst)
-        });
+        // Request limits count in a local GCRA bucket or in the shared store; token budgets
+        // in fixed windows, local or shared.
+        let counter_for = |suffix: &str, this_amount: u64| -> LimitCounter {
+            if let Some(store) = &shared {
+                return LimitCounter::Window(store.clone());
+            }
+            if tokens.is_some() {
+                let w = states.windows(key(suffix), definition.clone(), l.per);
+                return LimitCounter::Window(Arc::new(WindowsRef(w)));
+            }
+            // The burst scales with the amount, so an override keeps the limit's shape.
+            let burst =
+                (u128::from(l.burst) * u128::from(this_amount) / u128::from(amount.max(1))).max(1);
+            let burst = u64::try_from(burst).unwrap_or(u64::MAX);
+            LimitCounter::Bucket(states.bucket(key(suffix), definition.clone(), || {
+                LocalBucket::new(this_amount, l.per, burst)
+            }))
+        };
         let overrides = l
             .overrides
             .iter()
             .enumerate()
-            .map(|(i, o)| {
-                // The burst scales with the amount, so an override keeps the limit's shape.
-                let burst =
-                    (u128::from(l.burst) * u128::from(o.amount) / u128::from(amount.max(1))).max(1);
-                let burst = u64::try_from(burst).unwrap_or(u64::MAX);
-                LimitOverride {
-                    matches: o
-                        .matches
-                        .iter()
-                        .map(|(p, v)| (key_part(p), v.clone()))
-                        .collect(),
-                    amount: o.amount,
-                    bucket: states.bucket(
-                        key(&format!("#override{i}")),
-                        definition.clone(),
-                        || LocalBucket::new(o.amount, l.per, burst),
-                    ),
-                }
+            .map(|(i, o)| LimitOverride {
+                matches: o
+                    .matches
+                    .iter()
+                    .map(|(p, v)| (key_part(p), v.clone()))
+                    .collect(),
+                amount: o.amount,
+                counter: counter_for(&format!("#override{i}"), o.amount),
             })
             .collect();
         limits.push(Limit {
@@ -255,7 +336,9 @@ pub fn rate_limit_layer(
                 ferry_config::LimitMode::Enforce => LimitMode::Enforce,
                 ferry_config::LimitMode::Shadow => LimitMode::Shadow,
             },
-            bucket,
+            counter: counter_for("", amount),
+            tokens,
+            on_failure,
             overrides,
         });
         let counter = |decision: &'static str| {
@@ -273,6 +356,7 @@ pub fn rate_limit_layer(
             counter("allowed"),
             counter("limited"),
             counter("shadow_limited"),
+            counter("failed_open"),
         ]);
     }
     let layer =
@@ -282,11 +366,40 @@ pub fn rate_limit_layer(
                     Decision::Allowed => 0,
                     Decision::Limited => 1,
                     Decision::ShadowLimited => 2,
+                    Decision::FailedOpen => 3,
                 };
                 c[slot].inc();
             }
         }));
     Ok(Some(layer))
+}
+
+/// A local token budget's windows, shared with the reaper.
+#[derive(Debug)]
+struct WindowsRef(Arc<(Duration, LocalWindows)>);
+
+impl WindowStore for WindowsRef {
+    fn add(&self, key: &str, window: Duration, cost: u64) -> ferry_filters::limits::StoreFuture {
+        self.0.1.add(key, window, cost)
+    }
+
+    fn get(&self, key: &str, window: Duration) -> ferry_filters::limits::StoreFuture {
+        self.0.1.get(key, window)
+    }
+}
+
+/// A Redis URL with its password hidden.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// The route's concurrency layer, its slots taken from (or added to) `states`.

@@ -224,6 +224,8 @@ pub struct Metrics {
     pub tls_cert_expiry: Family<CertLabels, Gauge>,
     /// `ferry_ratelimit_decisions_total`.
     pub ratelimit_decisions: Family<DecisionLabels, Counter>,
+    /// `ferry_ratelimit_backend_errors_total`: failed calls to the shared limit store.
+    pub ratelimit_backend_errors: Counter,
     /// `ferry_concurrency_in_flight` (set when scraped).
     pub concurrency_in_flight: Family<ModelLabels, Gauge>,
     /// `ferry_concurrency_queue_depth` (set when scraped).
@@ -259,6 +261,7 @@ impl Metrics {
             tls_reload_failures: Counter::default(),
             tls_cert_expiry: Family::default(),
             ratelimit_decisions: Family::default(),
+            ratelimit_backend_errors: Counter::default(),
             concurrency_in_flight: Family::default(),
             concurrency_queue_depth: Family::default(),
             concurrency_queue_seconds: Family::new_with_constructor(latency_histogram),
@@ -358,6 +361,11 @@ impl Metrics {
             "ferry_ratelimit_decisions",
             "Rate-limit decisions, by listener, route, limit and decision",
             m.ratelimit_decisions.clone(),
+        );
+        registry.register(
+            "ferry_ratelimit_backend_errors",
+            "Failed or timed-out calls to the shared rate-limit store (redis)",
+            m.ratelimit_backend_errors.clone(),
         );
         registry.register(
             "ferry_concurrency_in_flight",

@@ -155,7 +155,11 @@ impl Table {
                         Checks {
                             authorization: route_authorization(r)?,
                             rate_limit: crate::limits::rate_limit_layer(
-                                &l.name, r, cx.limits, metrics,
+                                &l.name,
+                                r,
+                                config.redis.as_ref(),
+                                cx.limits,
+                                metrics,
                             )?,
                         },
                         cx,
@@ -292,7 +296,17 @@ fn originator(
 
 /// The route's effective-config JSON: what "the route's definition is unchanged" compares.
 fn definition(config: &Config, listener: usize, route: usize) -> String {
-    config.effective_json["listeners"][listener]["routes"][route].to_string()
+    let route_json = &config.effective_json["listeners"][listener]["routes"][route];
+    let global = config.listeners[listener].routes[route]
+        .rate_limit
+        .iter()
+        .any(|l| l.scope == ferry_config::Scope::Global);
+    if global {
+        // The store is part of what a global limit is: a new redis is a new stack.
+        format!("{route_json}{}", config.effective_json["redis"])
+    } else {
+        route_json.to_string()
+    }
 }
 
 /// The route's weighted clusters (empty for a direct response).

@@ -112,3 +112,38 @@ impl Classify for Overloaded {
         }
     }
 }
+
+/// A limit's store failed and the limit fails closed.
+#[derive(Debug, thiserror::Error)]
+#[error("rate limit {limit:?} cannot be checked: its store is unavailable")]
+pub struct StoreUnavailable {
+    /// The limit's name.
+    pub limit: String,
+    #[source]
+    source: super::window::StoreError,
+}
+
+impl StoreUnavailable {
+    /// `limit`'s store failed with `source`.
+    pub fn new(limit: &str, source: super::window::StoreError) -> Self {
+        StoreUnavailable {
+            limit: limit.to_owned(),
+            source,
+        }
+    }
+}
+
+impl Classify for StoreUnavailable {
+    fn side(&self) -> Side {
+        Side::Proxy
+    }
+    fn http_status(&self) -> StatusCode {
+        StatusCode::SERVICE_UNAVAILABLE
+    }
+    fn grpc_code(&self) -> u32 {
+        code::UNAVAILABLE
+    }
+    fn reason(&self) -> &'static str {
+        "limit_store_unavailable"
+    }
+}

@@ -65,22 +65,28 @@ fn limit(name: &str, amount: u64, key: Vec<KeyPart>, mode: LimitMode) -> Limit {
         amount,
         per: Duration::from_secs(1),
         mode,
-        bucket: Arc::new(LocalBucket::new(amount, Duration::from_secs(1), amount)),
+        counter: Counter::Bucket(Arc::new(LocalBucket::new(
+            amount,
+            Duration::from_secs(1),
+            amount,
+        ))),
+        tokens: None,
+        on_failure: OnStoreFailure::Allow,
         overrides: Vec::new(),
     }
 }
 
-fn tenant(t: Option<&str>) -> Request<()> {
+fn tenant(t: Option<&str>) -> Request<TranslateBody> {
     let mut b = Request::builder().uri("/v1/chat/completions");
     if let Some(t) = t {
         b = b.header("x-tenant", t);
     }
-    b.body(()).unwrap()
+    b.body(ok_body()).unwrap()
 }
 
-async fn call<S>(svc: &mut S, req: Request<()>) -> Response<TranslateBody>
+async fn call<S>(svc: &mut S, req: Request<TranslateBody>) -> Response<TranslateBody>
 where
-    S: Service<Request<()>, Response = Response<TranslateBody>, Error = BoxError>,
+    S: Service<Request<TranslateBody>, Response = Response<TranslateBody>, Error = BoxError>,
 {
     match svc.ready().await.unwrap().call(req).await {
         Ok(r) => r,
@@ -91,7 +97,7 @@ where
 #[derive(Clone)]
 struct Echo;
 
-impl Service<Request<()>> for Echo {
+impl Service<Request<TranslateBody>> for Echo {
     type Response = Response<TranslateBody>;
     type Error = BoxError;
     type Future = std::future::Ready<Result<Response<TranslateBody>, BoxError>>;
@@ -103,7 +109,7 @@ impl Service<Request<()>> for Echo {
         std::task::Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, _: Request<()>) -> Self::Future {
+    fn call(&mut self, _: Request<TranslateBody>) -> Self::Future {
         std::future::ready(Ok(Response::new(ok_body())))
     }
 }
@@ -199,7 +205,7 @@ async fn overrides_give_matching_keys_their_own_amount() {
     l.overrides.push(LimitOverride {
         matches: vec![(header, "gold".into())],
         amount: 3,
-        bucket: Arc::new(LocalBucket::new(3, Duration::from_secs(1), 3)),
+        counter: Counter::Bucket(Arc::new(LocalBucket::new(3, Duration::from_secs(1), 3))),
     });
     let mut svc = RateLimitLayer::new("r".into(), vec![l]).layer(echo());
     for _ in 0..3 {
@@ -358,4 +364,201 @@ async fn a_queued_request_times_out_and_a_short_deadline_is_refused_at_once() {
     let err = caller.ready().await.unwrap().call(short).await.unwrap_err();
     assert!(err.to_string().contains("deadline"), "{err}");
     assert_eq!(started.elapsed(), Duration::ZERO);
+}
+
+/// An upstream answering with a fixed body, recording the request bodies it got.
+#[derive(Clone)]
+struct Answers {
+    body: &'static str,
+    seen: Arc<std::sync::Mutex<Vec<Bytes>>>,
+}
+
+impl Service<Request<TranslateBody>> for Answers {
+    type Response = Response<TranslateBody>;
+    type Error = BoxError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<TranslateBody>, BoxError>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<TranslateBody>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            let got = req.into_body().collect().await?.to_bytes();
+            this.seen.lock().unwrap().push(got);
+            let body = Full::new(Bytes::from_static(this.body.as_bytes()))
+                .map_err(|e| match e {})
+                .boxed_unsync();
+            Ok(Response::new(body))
+        })
+    }
+}
+
+fn budget(store: Arc<dyn WindowStore>, tokens: u64, on_failure: OnStoreFailure) -> Limit {
+    Limit {
+        name: "tokens".into(),
+        key: vec![KeyPart::Header(http::HeaderName::from_static("x-tenant"))],
+        amount: tokens,
+        per: Duration::from_secs(60),
+        mode: LimitMode::Enforce,
+        counter: Counter::Window(store),
+        tokens: Some(TokenSettings {
+            charge: Charge::Total,
+            fallback: 7,
+            request_usage: true,
+        }),
+        on_failure,
+        overrides: Vec::new(),
+    }
+}
+
+fn chat(body: &'static str) -> Request<TranslateBody> {
+    Request::builder()
+        .method("POST")
+        .uri("/v1/chat/completions")
+        .header("x-tenant", "a")
+        .header("content-type", "application/json")
+        .body(
+            Full::new(Bytes::from_static(body.as_bytes()))
+                .map_err(|e| match e {})
+                .boxed_unsync(),
+        )
+        .unwrap()
+}
+
+async fn drain(resp: Response<TranslateBody>) -> Response<Bytes> {
+    let (parts, body) = resp.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    // Charging runs on its own task once the body ends.
+    tokio::task::yield_now().await;
+    Response::from_parts(parts, bytes)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_token_budget_is_charged_from_the_answers_usage() {
+    let store = Arc::new(LocalWindows::default());
+    let upstream = Answers {
+        body: r#"{"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":40,"total_tokens":60}}"#,
+        seen: Arc::default(),
+    };
+    let layer = RateLimitLayer::new(
+        "llm".into(),
+        vec![budget(store.clone(), 100, OnStoreFailure::Allow)],
+    );
+    let mut svc = layer.layer(upstream);
+    let first = drain(svc.ready().await.unwrap().call(chat("{}")).await.unwrap()).await;
+    assert_eq!(first.headers()["x-ratelimit-remaining"], "100");
+    let second = drain(svc.ready().await.unwrap().call(chat("{}")).await.unwrap()).await;
+    assert_eq!(second.headers()["x-ratelimit-remaining"], "40");
+    // 120 of 100 spent: the next request waits for the window.
+    let err = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(chat("{}"))
+        .await
+        .unwrap_err();
+    let answer = render_error(err.as_ref(), &[classify_filters], false);
+    assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert!(svc.ready().await.unwrap().call(chat("{}")).await.is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streamed_answer_is_charged_from_its_last_chunk_and_asked_for_usage() {
+    let store = Arc::new(LocalWindows::default());
+    let upstream = Answers {
+        body: concat!(
+            "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"total_tokens\":8}}\n\n",
+            "data: [DONE]\n\n",
+        ),
+        seen: Arc::default(),
+    };
+    let seen = upstream.seen.clone();
+    let layer = RateLimitLayer::new(
+        "llm".into(),
+        vec![budget(store.clone(), 100, OnStoreFailure::Allow)],
+    );
+    let mut svc = layer.layer(upstream);
+    let req = chat(r#"{"model":"m","stream":true,"messages":[]}"#);
+    drain(svc.ready().await.unwrap().call(req).await.unwrap()).await;
+    let count = store
+        .get("llm\u{1f}tokens\u{1f}a", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(count.count, 8);
+    let sent: serde_json::Value = serde_json::from_slice(&seen.lock().unwrap()[0]).unwrap();
+    assert_eq!(sent["stream_options"]["include_usage"], true);
+    // A caller that decided for itself is left alone; an answer without usage pays the fallback.
+    let req = chat(r#"{"stream":true,"stream_options":{"include_usage":false}}"#);
+    drain(svc.ready().await.unwrap().call(req).await.unwrap()).await;
+    let sent: serde_json::Value = serde_json::from_slice(&seen.lock().unwrap()[1]).unwrap();
+    assert_eq!(sent["stream_options"]["include_usage"], false);
+}
+
+#[derive(Debug)]
+struct Down;
+
+impl WindowStore for Down {
+    fn add(&self, _: &str, _: Duration, _: u64) -> StoreFuture {
+        Box::pin(std::future::ready(Err(StoreError(
+            "connection refused".into(),
+        ))))
+    }
+    fn get(&self, _: &str, _: Duration) -> StoreFuture {
+        Box::pin(std::future::ready(Err(StoreError(
+            "connection refused".into(),
+        ))))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_store_fails_open_or_closed_as_configured() {
+    let mut requests = limit("global", 5, Vec::new(), LimitMode::Enforce);
+    requests.counter = Counter::Window(Arc::new(Down));
+    let decisions = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = decisions.clone();
+    let mut open = RateLimitLayer::new("r".into(), vec![requests.clone()])
+        .on_decision(Arc::new(move |_, d| seen.lock().unwrap().push(d)))
+        .layer(echo());
+    assert_eq!(call(&mut open, tenant(None)).await.status(), StatusCode::OK);
+    assert_eq!(*decisions.lock().unwrap(), [Decision::FailedOpen]);
+    requests.on_failure = OnStoreFailure::Deny;
+    let mut closed = RateLimitLayer::new("r".into(), vec![requests]).layer(echo());
+    let answer = call(&mut closed, tenant(None)).await;
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test(start_paused = true)]
+async fn window_counted_request_limits_admit_the_amount_per_window() {
+    let mut l = limit("global", 2, Vec::new(), LimitMode::Enforce);
+    l.counter = Counter::Window(Arc::new(LocalWindows::default()));
+    let mut svc = RateLimitLayer::new("r".into(), vec![l]).layer(echo());
+    let first = call(&mut svc, tenant(None)).await;
+    assert_eq!(first.headers()["x-ratelimit-remaining"], "1");
+    assert_eq!(call(&mut svc, tenant(None)).await.status(), StatusCode::OK);
+    assert_eq!(
+        call(&mut svc, tenant(None)).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(call(&mut svc, tenant(None)).await.status(), StatusCode::OK);
+}
+
+#[test]
+fn usage_is_found_at_the_end_of_json_and_sse() {
+    let json = br#"{"id":"x","usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#;
+    assert_eq!(find_usage(json).unwrap().charged(Charge::Total), 3);
+    assert_eq!(find_usage(json).unwrap().charged(Charge::Completion), 2);
+    let sse =
+        b"data: {\"usage\":null}\n\ndata: {\"usage\": {\"prompt_tokens\": 4}}\n\ndata: [DONE]\n\n";
+    assert_eq!(find_usage(sse).unwrap().charged(Charge::Total), 4);
+    assert!(find_usage(b"data: {\"usage\":null}\n\n").is_none());
 }
