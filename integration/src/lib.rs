@@ -14,6 +14,7 @@ pub mod envoy;
 pub mod eventually;
 pub mod ferry;
 pub mod peers;
+pub mod redis;
 pub mod tls_client;
 pub mod upstream;
 pub mod workspace;

@@ -3,6 +3,7 @@
 
 pub mod echo;
 pub mod grpc;
+pub mod openai;
 pub mod serve;
 pub mod sse;
 pub mod upload;
