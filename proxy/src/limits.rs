@@ -204,7 +204,7 @@ impl LimitStates {
                     let models: Vec<_> = s
                         .stats()
                         .into_iter()
-                        .map(|m| serde_json::json!({ "model": m.model, "in_flight": m.in_flight, "queued": m.queued }))
+                        .map(|m| serde_json::json!({ "model": m.model, "in_flight": m.in_flight, "queued": m.queued, "limit": m.limit }))
                         .collect();
                     serde_json::json!({ "listener": l, "route": r, "max": s.settings().max, "models": models })
                 })
@@ -415,6 +415,7 @@ pub fn concurrency_layer(
         queue: c.queue,
         queue_timeout: c.queue_timeout,
         route_timeout: r.timeout,
+        adaptive: c.adaptive,
     };
     let definition = format!("{settings:?}");
     let state = states.slots((listener.to_owned(), r.name.clone()), definition, || {

@@ -31,6 +31,8 @@ pub struct ConcurrencySettings {
     pub queue_timeout: Duration,
     /// The route's own deadline, which bounds the wait when the caller gives none.
     pub route_timeout: Option<Duration>,
+    /// Adapt the cap (between 1 and `max`) to observed latency.
+    pub adaptive: bool,
 }
 
 /// The slots of one route, per model: kept by the caller across reloads.
@@ -48,6 +50,63 @@ pub struct Slot {
     /// Moving average of how long a slot is held, in microseconds (0 = no sample yet).
     held_us: AtomicU64,
     max: u32,
+    /// `Some` with `adaptive: true`.
+    adaptive: Option<std::sync::Mutex<Gradient>>,
+}
+
+/// A gradient limiter (after Netflix's concurrency-limits "gradient2"): the cap follows the
+/// ratio of the best recent hold time to the current average, so when the model slows down
+/// under load the cap shrinks until latency recovers, then grows back by a small headroom.
+/// Lowering the cap takes permits out of the semaphore (held here); raising gives them back.
+#[derive(Debug)]
+struct Gradient {
+    limit: f64,
+    /// Slowly decaying minimum hold time, microseconds.
+    best_us: f64,
+    /// Short average hold time, microseconds.
+    recent_us: f64,
+    samples: u32,
+    reserved: Vec<OwnedSemaphorePermit>,
+}
+
+/// Samples between adjustments.
+const ADJUST_EVERY: u32 = 10;
+
+impl Gradient {
+    fn sample(&mut self, held_us: f64, max: u32, semaphore: &Arc<Semaphore>) {
+        let held_us = held_us.max(1.0);
+        self.recent_us = if self.samples == 0 && self.recent_us == 0.0 {
+            held_us
+        } else {
+            self.recent_us * 0.8 + held_us * 0.2
+        };
+        self.best_us = if self.best_us == 0.0 {
+            held_us
+        } else {
+            // Forget an old best slowly, so a model that became slower for good is re-measured.
+            (self.best_us * 1.001).min(held_us.max(self.best_us * 0.5))
+        };
+        self.samples += 1;
+        if self.samples < ADJUST_EVERY {
+            return;
+        }
+        self.samples = 0;
+        let gradient = (self.best_us / self.recent_us).clamp(0.5, 1.0);
+        let headroom = self.limit.sqrt();
+        let target = (self.limit * gradient + headroom).clamp(1.0, f64::from(max));
+        self.limit = self.limit * 0.8 + target * 0.2;
+        let want_reserved = max.saturating_sub(self.limit.round() as u32) as usize;
+        while self.reserved.len() > want_reserved {
+            self.reserved.pop();
+        }
+        while self.reserved.len() < want_reserved {
+            // Only free permits can be taken; the rest are taken on a later adjustment.
+            match semaphore.clone().try_acquire_owned() {
+                Ok(p) => self.reserved.push(p),
+                Err(_) => break,
+            }
+        }
+    }
 }
 
 /// A model's figures, for metrics and `/config_dump`.
@@ -59,6 +118,8 @@ pub struct SlotStats {
     pub in_flight: u32,
     /// Requests waiting.
     pub queued: u32,
+    /// The cap now (`max`, or the adaptive limit).
+    pub limit: u32,
 }
 
 impl ConcurrencyState {
@@ -87,6 +148,15 @@ impl ConcurrencyState {
                     queued: AtomicU32::new(0),
                     held_us: AtomicU64::new(0),
                     max: self.settings.max,
+                    adaptive: self.settings.adaptive.then(|| {
+                        std::sync::Mutex::new(Gradient {
+                            limit: f64::from(self.settings.max),
+                            best_us: 0.0,
+                            recent_us: 0.0,
+                            samples: 0,
+                            reserved: Vec::new(),
+                        })
+                    }),
                 })
             })
             .clone()
@@ -97,12 +167,20 @@ impl ConcurrencyState {
         let mut out: Vec<SlotStats> = self
             .slots
             .iter()
-            .map(|e| SlotStats {
-                model: e.key().clone(),
-                in_flight: e
-                    .max
-                    .saturating_sub(u32::try_from(e.semaphore.available_permits()).unwrap_or(0)),
-                queued: e.queued.load(Ordering::Relaxed),
+            .map(|e| {
+                let reserved = e
+                    .adaptive
+                    .as_ref()
+                    .and_then(|g| g.lock().ok().map(|g| g.reserved.len()))
+                    .unwrap_or(0);
+                let reserved = u32::try_from(reserved).unwrap_or(u32::MAX);
+                let free = u32::try_from(e.semaphore.available_permits()).unwrap_or(0);
+                SlotStats {
+                    model: e.key().clone(),
+                    in_flight: e.max.saturating_sub(free).saturating_sub(reserved),
+                    queued: e.queued.load(Ordering::Relaxed),
+                    limit: e.max.saturating_sub(reserved),
+                }
             })
             .collect();
         out.sort_by(|a, b| a.model.cmp(&b.model));
@@ -305,6 +383,11 @@ struct Held {
 impl Drop for Held {
     fn drop(&mut self) {
         let sample = u64::try_from(self.since.elapsed().as_micros()).unwrap_or(u64::MAX);
+        if let Some(gradient) = &self.slot.adaptive
+            && let Ok(mut g) = gradient.lock()
+        {
+            g.sample(sample as f64, self.slot.max, &self.slot.semaphore);
+        }
         let old = self.slot.held_us.load(Ordering::Relaxed);
         // EWMA with weight 1/8: recent holds matter, one slow stream does not dominate.
         let new = if old == 0 {

@@ -280,6 +280,7 @@ fn settings(max: u32, queue: u32) -> ConcurrencySettings {
         queue,
         queue_timeout: Duration::from_secs(2),
         route_timeout: None,
+        adaptive: false,
     }
 }
 
@@ -561,4 +562,69 @@ fn usage_is_found_at_the_end_of_json_and_sse() {
         b"data: {\"usage\":null}\n\ndata: {\"usage\": {\"prompt_tokens\": 4}}\n\ndata: [DONE]\n\n";
     assert_eq!(find_usage(sse).unwrap().charged(Charge::Total), 4);
     assert!(find_usage(b"data: {\"usage\":null}\n\n").is_none());
+}
+
+/// An upstream holding each request for the milliseconds its path names.
+#[derive(Clone)]
+struct Holds;
+
+impl Service<Request<()>> for Holds {
+    type Response = Response<TranslateBody>;
+    type Error = BoxError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<TranslateBody>, BoxError>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<()>) -> Self::Future {
+        let ms: u64 = req
+            .uri()
+            .path()
+            .trim_start_matches('/')
+            .parse()
+            .unwrap_or(0);
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(Response::new(ok_body()))
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_adaptive_cap_shrinks_when_the_model_slows_and_grows_back() {
+    let mut s = settings(16, 0);
+    s.adaptive = true;
+    let state = Arc::new(ConcurrencyState::new(s));
+    let mut svc = ConcurrencyLayer::new(state.clone()).layer(Holds);
+    let mut run = |ms: u64| {
+        let fut = svc.call(at(&format!("/{ms}")));
+        async move { fut.await.unwrap().into_body().collect().await.unwrap() }
+    };
+    for _ in 0..20 {
+        run(10).await;
+    }
+    assert_eq!(
+        state.stats()[0].limit,
+        16,
+        "fast and steady: the cap stays at max"
+    );
+    for _ in 0..200 {
+        run(40).await;
+    }
+    let slowed = state.stats()[0].limit;
+    assert!(slowed <= 8, "4x slower: the cap shrinks (now {slowed})");
+    for _ in 0..200 {
+        run(10).await;
+    }
+    let recovered = state.stats()[0].limit;
+    assert!(
+        recovered > slowed,
+        "fast again: the cap grows back ({slowed} -> {recovered})"
+    );
 }
