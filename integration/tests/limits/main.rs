@@ -5,8 +5,10 @@
 //! Each module is one topic: `rate` (bursts, refill, per-key isolation, overrides, shadow
 //! mode), `concurrency` (the in-flight cap seen from the upstream, the queue, streams holding
 //! their slot, per-model slots), `grpc` (what gRPC callers see), `reload` (limit state across
-//! reloads) and `eviction` (a caller rotating keys cannot grow ferry without bound).
+//! reloads), `eviction` (a caller rotating keys cannot grow ferry without bound) and
+//! `autoscaling` (the chart's KEDA ScaledObject and the gauges it queries).
 
+mod autoscaling;
 mod concurrency;
 mod eviction;
 mod grpc;
