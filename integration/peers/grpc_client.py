@@ -4,6 +4,10 @@ Compiles the test proto with grpcio-tools at run time, calls ferry.test.v1.Echo 
 given target (plaintext, or mutual TLS with --ca/--cert/--key), and prints one JSON object
 with what came back. Exits non-zero on any RPC error so the calling Rust test fails with
 grpcio's own message.
+
+With --unary-calls N it instead makes N unary calls one after another and reports each one's
+status code, details and metadata, errors included: how a test sees what grpcio makes of a
+refusal (a rate limit's RESOURCE_EXHAUSTED, say).
 """
 
 import argparse
@@ -49,6 +53,35 @@ def open_channel(args):
     return grpc.secure_channel(args.target, creds, options=options)
 
 
+def metadata_dict(md):
+    return {k: v if isinstance(v, str) else v.hex() for k, v in (md or ())}
+
+
+def unary_calls(stub, pb2, args):
+    calls = []
+    for i in range(args.unary_calls):
+        try:
+            _, call = stub.Unary.with_call(
+                pb2.EchoRequest(message=f"{args.message} {i}"), timeout=args.timeout
+            )
+            calls.append({
+                "code": call.code().name,
+                "value": call.code().value[0],
+                "details": call.details() or "",
+                "initial_metadata": metadata_dict(call.initial_metadata()),
+                "trailing_metadata": metadata_dict(call.trailing_metadata()),
+            })
+        except grpc.RpcError as e:
+            calls.append({
+                "code": e.code().name,
+                "value": e.code().value[0],
+                "details": e.details() or "",
+                "initial_metadata": metadata_dict(e.initial_metadata()),
+                "trailing_metadata": metadata_dict(e.trailing_metadata()),
+            })
+    return {"grpcio": grpc.__version__, "calls": calls}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--target", required=True)
@@ -56,6 +89,8 @@ def main():
     parser.add_argument("--message", default="hello from grpcio")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--unary-calls", type=int, default=0,
+                        help="make this many unary calls and report every status, errors too")
     # Mutual TLS: all three files, or none for a plaintext (h2c) channel.
     parser.add_argument("--ca", help="PEM CA bundle that verifies the server")
     parser.add_argument("--cert", help="PEM client certificate chain")
@@ -70,6 +105,9 @@ def main():
         pb2, pb2_grpc = compile_protos(args.proto_dir, out_dir)
         with open_channel(args) as channel:
             stub = pb2_grpc.EchoStub(channel)
+            if args.unary_calls > 0:
+                print(json.dumps(unary_calls(stub, pb2, args)))
+                return
             reply, call = stub.Unary.with_call(
                 pb2.EchoRequest(message=args.message),
                 timeout=args.timeout,

@@ -1,8 +1,9 @@
 //! ferry-integration: test support for ferry's end-to-end tests (`tests/e2e/`, mutual TLS in
-//! `tests/mtls/`). It builds and runs the real `ferry` binary on `127.0.0.1:0`, starts real
-//! upstreams (HTTP/1.1 + h2c echo, SSE, upload sink, tonic gRPC), installs pinned third-party
-//! peers (curl and openssl from the image, Python grpcio), makes throwaway certificates (rcgen),
-//! and offers eventual assertions.
+//! `tests/mtls/`, rate and concurrency limits in `tests/limits/`). It builds and runs the real
+//! `ferry` binary on `127.0.0.1:0`, starts real upstreams (HTTP/1.1 + h2c echo, a gate that
+//! holds requests and counts its peak concurrency, SSE, upload sink, tonic gRPC), installs
+//! pinned third-party peers (curl and openssl from the image, Python grpcio), makes throwaway
+//! certificates (rcgen), and offers eventual assertions.
 //!
 //! This crate is test code, so it uses `anyhow` for errors, as the style guide allows for tests.
 
@@ -42,6 +43,7 @@ pub use eventually::eventually;
 pub use ferry::{BoundAddresses, Ferry};
 pub use tls_client::TlsClient;
 pub use upstream::echo::{Echo, EchoReport};
+pub use upstream::gate::Gate;
 pub use upstream::grpc::GrpcUpstream;
 pub use upstream::sse::{Sse, SseStream};
 pub use upstream::upload::UploadSink;

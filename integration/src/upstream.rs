@@ -2,6 +2,7 @@
 //! `127.0.0.1:0` and returns a handle with the address; dropping the handle kills the server.
 
 pub mod echo;
+pub mod gate;
 pub mod grpc;
 pub mod openai;
 pub mod serve;
