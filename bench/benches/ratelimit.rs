@@ -20,7 +20,11 @@ use tower::{Layer, Service};
 
 /// Never refuses: the bench measures the decision, not the refusal.
 fn roomy() -> LocalBucket {
-    LocalBucket::new(u64::from(u32::MAX), Duration::from_secs(1), u64::from(u32::MAX))
+    LocalBucket::new(
+        u64::from(u32::MAX),
+        Duration::from_secs(1),
+        u64::from(u32::MAX),
+    )
 }
 
 fn keys(n: usize) -> Vec<String> {

@@ -182,9 +182,23 @@ impl Table {
                 a.as_ref()
                     .is_some_and(|a| a.rules.iter().any(|r| !r.models.is_empty()))
             };
+            // Limits keyed on the model, and concurrency slots (per model), need it too.
+            let keys_on_model = |r: &Route| {
+                r.concurrency.is_some()
+                    || r.rate_limit.iter().any(|l| {
+                        l.key.contains(&ferry_config::KeyPart::Model)
+                            || l.overrides.iter().any(|o| {
+                                o.matches
+                                    .iter()
+                                    .any(|(p, _)| *p == ferry_config::KeyPart::Model)
+                            })
+                    })
+            };
             let sniff_model = router.uses_model()
                 || names_models(&l.authorization)
-                || l.routes.iter().any(|r| names_models(&r.authorization));
+                || l.routes
+                    .iter()
+                    .any(|r| names_models(&r.authorization) || keys_on_model(r));
             let routes = Arc::new(Routes {
                 router,
                 model_sniff_bytes: l.limits.model_sniff_bytes as usize,
