@@ -20,6 +20,7 @@ use tokio::time::Instant;
 pub mod client;
 pub mod grpc_frame;
 pub mod inference;
+mod limits;
 mod mesh;
 pub mod model_server;
 mod report;
@@ -66,9 +67,9 @@ pub enum DemoError {
     /// The mutual-TLS scene's temporary certificates could not be made.
     #[error("writing the mutual-TLS demo's certificates")]
     Mesh(#[source] std::io::Error),
-    /// The mutual-TLS scene's config did not parse (a bug in the demo).
-    #[error("the mutual-TLS demo config: {0}")]
-    MeshConfig(ferry_config::ConfigErrors),
+    /// A scene's config did not parse (a bug in the demo).
+    #[error("a demo scene's config: {0}")]
+    SceneConfig(ferry_config::ConfigErrors),
     /// Some requests were answered, but not as expected; the labels of those requests.
     #[error("unexpected answers for: {}", .0.join(", "))]
     Unexpected(Vec<&'static str>),
@@ -179,6 +180,7 @@ async fn drive(
     }
     println!("all {} requests answered as expected", exchanges.len());
     mesh::run(model_addr).await?;
+    limits::run(model_addr).await?;
 
     if let Some(interrupt) = interrupt.as_mut() {
         try_it::print(inbound, proxy.admin_addr());

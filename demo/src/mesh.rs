@@ -172,7 +172,7 @@ async fn start(
 ) -> Result<Proxy, DemoError> {
     let path = dir.join(file);
     let config =
-        ferry_config::parse(&path.display().to_string(), yaml).map_err(DemoError::MeshConfig)?;
+        ferry_config::parse(&path.display().to_string(), yaml).map_err(DemoError::SceneConfig)?;
     let options = StartOptions {
         access_log,
         ..Default::default()

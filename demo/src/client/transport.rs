@@ -45,6 +45,8 @@ pub enum ClientError {
 pub struct RestReply {
     /// HTTP status.
     pub status: StatusCode,
+    /// Response headers.
+    pub headers: http::HeaderMap,
     /// Body.
     pub body: Bytes,
     /// From sending the request until the body was read.
@@ -115,10 +117,33 @@ impl RestClient {
         path: &str,
         json_body: Option<Bytes>,
     ) -> Result<RestReply, ClientError> {
+        self.send_full(method, path, &[], json_body).await
+    }
+
+    /// Sends one bodiless request with extra headers.
+    pub async fn send_with(
+        &mut self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<RestReply, ClientError> {
+        self.send_full(method, path, headers, None).await
+    }
+
+    async fn send_full(
+        &mut self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        json_body: Option<Bytes>,
+    ) -> Result<RestReply, ClientError> {
         let mut builder = Request::builder()
             .method(method)
             .uri(path)
             .header(header::HOST, &self.authority);
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
         if json_body.is_some() {
             builder = builder.header(header::CONTENT_TYPE, "application/json");
         }
@@ -127,9 +152,11 @@ impl RestClient {
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
         let status = response.status();
+        let headers = response.headers().clone();
         let body = response.into_body().collect().await?.to_bytes();
         Ok(RestReply {
             status,
+            headers,
             body,
             latency: started.elapsed(),
         })
