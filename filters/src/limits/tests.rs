@@ -628,3 +628,20 @@ async fn an_adaptive_cap_shrinks_when_the_model_slows_and_grows_back() {
         "fast again: the cap grows back ({slowed} -> {recovered})"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_million_rotating_keys_are_forgotten_once_idle() {
+    // A client rotating its tenant header through a million values: every one admitted, and
+    // once their buckets are full again the table is empty (RSS follows the table).
+    let bucket = LocalBucket::new(5, Duration::from_secs(1), 5);
+    let mut key = String::new();
+    for i in 0..1_000_000u32 {
+        key.clear();
+        std::fmt::Write::write_fmt(&mut key, format_args!("tenant-{i}")).unwrap();
+        assert!(matches!(bucket.check(&key), Check::Allowed { .. }));
+    }
+    assert_eq!(bucket.len(), 1_000_000);
+    tokio::time::advance(Duration::from_secs(1)).await;
+    bucket.evict_idle();
+    assert_eq!(bucket.len(), 0);
+}
