@@ -10,5 +10,6 @@ pub mod failure;
 pub mod limits;
 pub mod model_name;
 pub mod tensor_check;
+pub mod trace_context;
 pub mod transcode;
 pub mod translate;

@@ -1,0 +1,157 @@
+//! Trace context on the wire: W3C `traceparent`/`tracestate` and B3 (single `b3` header and
+//! multi `x-b3-*`), extracted from a request and injected into the one sent upstream. The
+//! tracing layer (spans, export) builds on this; the parsing is its own module so it can be
+//! tested and fuzzed alone.
+//!
+//! Extraction tries the configured formats in order and takes the first valid one. Anything
+//! malformed (wrong length, non-hex or upper-case hex where W3C forbids it, version `ff`,
+//! all-zero ids, a B3 sampling flag that is not `0`, `1` or `d`) is treated as absent: the hop
+//! then starts a new trace, and the request itself never fails because of a header.
+
+mod parse;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt::Write as _;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+pub use self::parse::{parse_b3_multi, parse_b3_single, parse_traceparent};
+
+/// A propagation format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// W3C Trace Context: `traceparent` (and `tracestate`, carried as is).
+    W3c,
+    /// B3 single header: `b3: {trace}-{span}-{sampled}[-{parent}]`.
+    B3,
+    /// B3 multiple headers: `x-b3-traceid`, `x-b3-spanid`, `x-b3-sampled`, `x-b3-flags`.
+    B3Multi,
+}
+
+/// A 128-bit trace id (B3's 64-bit ids are widened with leading zeros).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TraceId(pub [u8; 16]);
+
+/// A 64-bit span id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SpanId(pub [u8; 8]);
+
+/// The caller's span, as a propagation header named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceContext {
+    /// The trace.
+    pub trace_id: TraceId,
+    /// The caller's span: this hop's parent.
+    pub span_id: SpanId,
+    /// The caller's sampling decision (`None`: it left the decision to us, B3 without a flag).
+    pub sampled: Option<bool>,
+    /// W3C `tracestate`, carried unchanged.
+    pub tracestate: Option<HeaderValue>,
+    /// Which format it came in.
+    pub format: Propagation,
+}
+
+static TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+static TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+static B3: HeaderName = HeaderName::from_static("b3");
+static B3_TRACE: HeaderName = HeaderName::from_static("x-b3-traceid");
+static B3_SPAN: HeaderName = HeaderName::from_static("x-b3-spanid");
+static B3_PARENT: HeaderName = HeaderName::from_static("x-b3-parentspanid");
+static B3_SAMPLED: HeaderName = HeaderName::from_static("x-b3-sampled");
+static B3_FLAGS: HeaderName = HeaderName::from_static("x-b3-flags");
+
+impl TraceId {
+    /// Whether every byte is zero (invalid in both formats).
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 16]
+    }
+
+    /// Lower-case hex, 32 characters.
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+}
+
+impl SpanId {
+    /// Whether every byte is zero (invalid in both formats).
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 8]
+    }
+
+    /// Lower-case hex, 16 characters.
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// The first valid context among `formats`, in order.
+pub fn extract(headers: &HeaderMap, formats: &[Propagation]) -> Option<TraceContext> {
+    formats.iter().find_map(|f| match f {
+        Propagation::W3c => {
+            let mut ctx = parse_traceparent(headers.get(&TRACEPARENT)?.as_bytes())?;
+            ctx.tracestate = headers.get(&TRACESTATE).cloned();
+            Some(ctx)
+        }
+        Propagation::B3 => parse_b3_single(headers.get(&B3)?.as_bytes()),
+        Propagation::B3Multi => parse_b3_multi(
+            headers.get(&B3_TRACE).map(HeaderValue::as_bytes),
+            headers.get(&B3_SPAN).map(HeaderValue::as_bytes),
+            headers.get(&B3_SAMPLED).map(HeaderValue::as_bytes),
+            headers.get(&B3_FLAGS).map(HeaderValue::as_bytes),
+        ),
+    })
+}
+
+/// Writes `span` of `trace` (this hop's span, the upstream's parent) in every one of
+/// `formats`, replacing whatever the caller sent in those headers.
+pub fn inject(
+    headers: &mut HeaderMap,
+    formats: &[Propagation],
+    trace: TraceId,
+    span: SpanId,
+    sampled: bool,
+    tracestate: Option<&HeaderValue>,
+) {
+    let (t, s) = (trace.to_hex(), span.to_hex());
+    let flag = if sampled { "1" } else { "0" };
+    let set = |headers: &mut HeaderMap, name: &HeaderName, value: String| {
+        // Hex and dashes are always a valid header value.
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.insert(name.clone(), v);
+        }
+    };
+    for f in formats {
+        match f {
+            Propagation::W3c => {
+                set(headers, &TRACEPARENT, format!("00-{t}-{s}-0{flag}"));
+                match tracestate {
+                    Some(ts) => {
+                        headers.insert(TRACESTATE.clone(), ts.clone());
+                    }
+                    None => {
+                        headers.remove(&TRACESTATE);
+                    }
+                }
+            }
+            Propagation::B3 => set(headers, &B3, format!("{t}-{s}-{flag}")),
+            Propagation::B3Multi => {
+                set(headers, &B3_TRACE, t.clone());
+                set(headers, &B3_SPAN, s.clone());
+                set(headers, &B3_SAMPLED, flag.to_owned());
+                headers.remove(&B3_PARENT);
+                headers.remove(&B3_FLAGS);
+            }
+        }
+    }
+}
