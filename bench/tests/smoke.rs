@@ -74,6 +74,10 @@ fn smoke_mode_runs_every_scenario_against_ferry_and_direct() {
         "mtls_h2_plain",
         "mtls_handshakes",
         "mtls_memory",
+        "limit_local",
+        "limit_local_off",
+        "limit_global",
+        "limit_global_off",
     ] {
         let ferry_values: Vec<f64> = samples
             .iter()

@@ -1,5 +1,6 @@
 //! Measuring one target: start it, drive each scenario's load, read its CPU and memory.
 
+mod limits;
 mod mtls;
 mod translate;
 
@@ -200,7 +201,9 @@ impl<'a> Ctx<'a> {
             | Scenario::MtlsH1
             | Scenario::MtlsH2
             | Scenario::MtlsHandshakes
-            | Scenario::MtlsMemory => {}
+            | Scenario::MtlsMemory
+            | Scenario::LimitLocal
+            | Scenario::LimitGlobal => {}
         }
         Ok(())
     }

@@ -47,7 +47,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn fail(&mut self, scenario: &str, e: BenchError) {
+    pub(super) fn fail(&mut self, scenario: &str, e: BenchError) {
         let line = format!(
             "{} rep {} {scenario}: {e}",
             self.kind().name(),

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Instructions per keep-alive HTTP/1.1 GET through a ferry binary, counted by callgrind: ferry
+# runs bench/configs/ferry.yaml (one worker) twice, serving 200 and then 1,200 requests on one
+# connection; (total(1,200) - total(200)) / 1,000 cancels start-up and shutdown. Deterministic
+# to a fraction of a percent, unlike CPU time on a shared machine.
+#
+#   bench/scripts/callgrind-per-request.sh FERRY [FERRY_BENCH]   # prints "<ferry> <instr/request>"
+#   CONFIG=bench/configs/ferry-limits.yaml LIMIT=local bench/scripts/callgrind-per-request.sh FERRY
+#
+# FERRY_BENCH (default: ferry-bench beside FERRY) provides the upstream. CONFIG is another
+# template with the same placeholders; for ferry-limits.yaml, LIMIT=local keeps the lines
+# marked `# limit local` and drops the other marked lines (as ferry-bench does), LIMIT unset
+# drops them all. Every request carries `x-tenant: bench`. Needs valgrind, curl and python3.
+set -euo pipefail
+ferry="$1"
+bench="${2:-$(dirname "$ferry")/ferry-bench}"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+work="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+sleep 100000 | "$bench" upstream --listen 127.0.0.1:0 > "$work/upstream" &
+for _ in $(seq 50); do grep -q listening "$work/upstream" 2>/dev/null && break; sleep 0.1; done
+up="$(awk '/listening/ {print $2}' "$work/upstream")"
+
+count() {
+    local n="$1" admin h1
+    admin="$(free_port)"; h1="$(free_port)"
+    sed -e "s/@ADMIN_PORT@/$admin/; s/@H1_PORT@/$h1/; s/@UP_PORT@/${up##*:}/; /@ROUTES@/d" \
+        -e "${LIMIT:+s/ # limit $LIMIT\$//}" -e '/ # limit [a-z]*$/d' \
+        "${CONFIG:-$root/bench/configs/ferry.yaml}" > "$work/ferry.yaml"
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.$n" \
+        "$ferry" run --config "$work/ferry.yaml" --worker-threads 1 2> "$work/valgrind.$n.log" &
+    local pid=$!
+    for _ in $(seq 600); do curl -sf -o /dev/null "http://127.0.0.1:$admin/ready" && break; sleep 0.1; done
+    python3 - "$h1" "$n" <<'PY'
+import http.client, sys
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+for i in range(int(sys.argv[2])):
+    conn.request("GET", "/", headers={"x-tenant": "bench"})
+    r = conn.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+PY
+    kill -TERM "$pid"
+    wait "$pid" || true
+    awk '/^(summary|totals):/ {print $2; exit}' "$work/cg.$n"
+}
+
+small="$(count 200)"
+large="$(count 1200)"
+echo "$ferry $(( (large - small) / 1000 ))"
+# CG_KEEP=DIR keeps the two profiles (cg.200, cg.1200) for callgrind_annotate.
+if [ -n "${CG_KEEP:-}" ]; then mkdir -p "$CG_KEEP" && cp "$work"/cg.* "$CG_KEEP"/; fi
