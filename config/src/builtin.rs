@@ -40,6 +40,7 @@ pub fn default_config() -> Config {
         runtime: runtime(),
         identity: None,
         redis: None,
+        tracing: None,
         listeners: vec![
             listener("inbound", SocketAddr::from(([0, 0, 0, 0], 15006)), "local"),
             listener("outbound", loopback(15001), "passthrough"),
@@ -82,6 +83,7 @@ pub fn one_route_translate_config(
         runtime: runtime(),
         identity: None,
         redis: None,
+        tracing: None,
         listeners: vec![main],
         clusters: vec![cluster(
             "upstream",

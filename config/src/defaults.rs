@@ -4,7 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use crate::ir::{LbPolicy, RetryOn, UpstreamProtocol};
+use crate::ir::{LbPolicy, Propagation, RetryOn, UpstreamProtocol};
 
 /// The only accepted `apiVersion`.
 pub const API_VERSION: &str = "ferry/v1";
@@ -78,3 +78,13 @@ pub const REQUEST_USAGE: bool = true;
 pub const CONCURRENCY_QUEUE: u32 = 0;
 /// `routes[].concurrency.queue_timeout`.
 pub const CONCURRENCY_QUEUE_TIMEOUT: Duration = Duration::from_secs(1);
+/// `tracing.otlp.timeout`.
+pub const OTLP_TIMEOUT: Duration = Duration::from_secs(5);
+/// `tracing.propagation`.
+pub const TRACING_PROPAGATION: [Propagation; 1] = [Propagation::W3c];
+/// `tracing.sampling.ratio`.
+pub const SAMPLING_RATIO: f64 = 1.0;
+/// `tracing.queue`.
+pub const TRACING_QUEUE: usize = 2048;
+/// Largest accepted `tracing.queue`.
+pub const MAX_TRACING_QUEUE: usize = 1 << 20;

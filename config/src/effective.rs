@@ -20,6 +20,7 @@ use crate::validate::{Parts, format_duration, format_percent};
 
 mod limits;
 mod tls;
+mod tracing;
 
 /// Builds the final [`Config`] from validated parts.
 pub(crate) fn finish(parts: Parts) -> Config {
@@ -42,6 +43,9 @@ pub(crate) fn finish(parts: Parts) -> Config {
     if let Some(redis) = &parts.redis {
         effective.insert("redis".into(), limits::redis(redis));
     }
+    if let Some(t) = &parts.tracing {
+        effective.insert("tracing".into(), tracing::tracing(t));
+    }
     effective.insert(
         "listeners".into(),
         parts.listeners.iter().map(listener).collect(),
@@ -59,6 +63,13 @@ pub(crate) fn finish(parts: Parts) -> Config {
         hasher.update(b"\0redis:");
         hasher.update(redis.url.as_bytes());
     }
+    // Likewise the exporter's header values (API keys): a rotated key is a new version.
+    for (name, value) in parts.tracing.iter().flat_map(|t| &t.otlp.headers) {
+        hasher.update(b"\0tracing.otlp.headers:");
+        hasher.update(name.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(value.as_bytes());
+    }
     let digest = hasher.finalize();
     let version = digest.iter().map(|b| format!("{b:02x}")).collect();
     Config {
@@ -68,6 +79,7 @@ pub(crate) fn finish(parts: Parts) -> Config {
         clusters: parts.clusters,
         identity: parts.identity,
         redis: parts.redis,
+        tracing: parts.tracing,
         version,
         effective_json: Arc::new(effective),
     }

@@ -15,6 +15,7 @@ mod limits;
 mod route;
 mod tensors;
 mod tls;
+mod tracing;
 mod translate;
 
 pub use cluster::{Cluster, Endpoints, HostPort, LbPolicy, OutlierDetection, UpstreamProtocol};
@@ -32,6 +33,7 @@ pub use tls::{
     Authorization, AuthzDecision, AuthzRule, ClusterTls, Identity, IdentityMatcher, ListenerTls,
     ModelNameMatcher, TlsMode,
 };
+pub use tracing::{Otlp, OtlpProtocol, Propagation, Sampling, Tracing};
 pub use translate::{
     DescriptorTranscode, StreamingFormat, Translate, TranslateDirection, UpstreamBinary,
 };
@@ -52,6 +54,8 @@ pub struct Config {
     pub identity: Option<Identity>,
     /// The store for `scope: global` limits; `None` = no global limits may exist.
     pub redis: Option<Redis>,
+    /// Span export, propagation and sampling; `None` = no tracing.
+    pub tracing: Option<Tracing>,
     /// Hex digest (SHA-256 or similar stable hash) of the canonical config, shown in
     /// `/config_dump` and logs so operators can tell which config is live.
     pub version: String,

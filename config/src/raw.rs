@@ -14,6 +14,7 @@ mod scalars;
 mod shorthand;
 mod tensors;
 mod tls;
+mod tracing;
 
 pub use cluster::{DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol};
 pub use limits::{
@@ -25,13 +26,16 @@ pub use route::{
     PrefixRewriteSpec, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec, RouteMatchSpec, StreamingSpec,
     TranslateProtocolSpec, TranslateSpec, UnknownFieldsSpec, UpstreamBinarySpec, WireSpec,
 };
-pub use scalars::{DurationText, HeaderNameText, HostPortText, PercentText, SocketAddrText, Text};
+pub use scalars::{
+    DurationText, HeaderNameText, HostPortText, PercentText, RatioText, SocketAddrText, Text,
+};
 pub use shorthand::{HeaderValues, MatchSpec, Methods, Paths, StringMatchSpec, To, WeightedTarget};
 pub use tensors::{MetadataSourceSpec, ModelTensorsSpec, TensorSpec, ValidateTensorsSpec};
 pub use tls::{
     AuthorizationSpec, AuthzDecisionSpec, AuthzRuleSpec, ClusterTlsModeSpec, ClusterTlsSpec,
     IdentityMatcherSpec, IdentitySpec, ListenerTlsSpec, ModelNameMatcherSpec, TlsModeSpec,
 };
+pub use tracing::{OtlpProtocolSpec, OtlpSpec, PropagationSpec, SamplingSpec, TracingSpec};
 
 /// A ferry route config file.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -51,6 +55,9 @@ pub struct RawConfig {
     pub identity: Option<IdentitySpec>,
     /// The store for `scope: global` rate limits; needed by any such limit.
     pub redis: Option<RedisSpec>,
+    /// Distributed tracing: OTLP span export, trace-context propagation and sampling;
+    /// omitted = no tracing.
+    pub tracing: Option<TracingSpec>,
     /// Data-plane listeners.
     #[serde(default)]
     pub listeners: Vec<RawListener>,

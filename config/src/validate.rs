@@ -23,6 +23,7 @@ mod spiffe;
 mod template;
 mod tensors;
 mod tls;
+mod tracing;
 mod transcode;
 mod values;
 
@@ -126,6 +127,7 @@ pub(crate) struct Parts {
     pub(crate) clusters: Vec<Cluster>,
     pub(crate) identity: Option<crate::ir::Identity>,
     pub(crate) redis: Option<crate::ir::Redis>,
+    pub(crate) tracing: Option<crate::ir::Tracing>,
 }
 
 /// Validates a whole file; errors are left in `ctx`.
@@ -173,6 +175,7 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig, options: &LoadOptions) -
     let redis = redis::redis(ctx, raw.redis.as_ref());
     // Likewise a redis with errors: `scope: global` limits are not also reported.
     let has_redis = raw.redis.is_some();
+    let tracing = tracing::tracing(ctx, raw.tracing.as_ref());
     let clusters = cluster::clusters(ctx, &raw.clusters, has_identity);
     let mut names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     names.sort_unstable();
@@ -195,6 +198,7 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig, options: &LoadOptions) -
         clusters,
         identity,
         redis,
+        tracing,
     }
 }
 

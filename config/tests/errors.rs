@@ -312,8 +312,8 @@ fn outlier_settings() {
 #[test]
 fn unknown_fields_name_the_field_and_list_the_expected_ones() {
     assert_eq!(
-        one_error("apiVersion: ferry/v1\ntracing: {}\n"),
-        r#"routes.yaml:2:1: tracing: unknown field "tracing" (expected one of: apiVersion, admin, runtime, identity, redis, listeners, clusters)"#
+        one_error("apiVersion: ferry/v1\ntracng: {}\n"),
+        r#"routes.yaml:2:1: tracng: unknown field "tracng" (expected one of: apiVersion, admin, runtime, identity, redis, tracing, listeners, clusters)"#
     );
     assert_eq!(
         one_error(&with_route("        to: up\n        tiemout: 1s\n")),

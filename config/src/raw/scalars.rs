@@ -136,3 +136,16 @@ text_type!(
         "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
     }
 );
+
+text_type!(
+    /// A ratio: a number from 0 to 1 (YAML keeps `0.01` as text; validation parses it).
+    RatioText,
+    "a number from 0 to 1 such as 0.01",
+    {
+        "type": "number",
+        "description": "A number from 0 to 1.",
+        "minimum": 0,
+        "maximum": 1,
+        "examples": [0.01, 0.5, 1]
+    }
+);
