@@ -49,6 +49,7 @@ fn schema_is_json_and_names_the_top_level_keys() {
             "runtime",
             "identity",
             "redis",
+            "tracing",
             "listeners",
             "clusters"
         ])
@@ -101,8 +102,8 @@ fn every_key_of_the_effective_config_is_in_the_schema() {
     );
 }
 
-/// Object keys, skipping the header maps (their keys are header names, not fields) and rate
-/// limit overrides' `match` (keyed by key parts such as `header:x-tenant`).
+/// Object keys, skipping header maps (keyed by header names: `set`, `add`, a mapping `headers`)
+/// and rate limit overrides' `match` (keyed by key parts such as `header:x-tenant`).
 fn collect_keys(v: &Value, out: &mut BTreeSet<String>) {
     match v {
         Value::Object(map) => {
@@ -110,7 +111,9 @@ fn collect_keys(v: &Value, out: &mut BTreeSet<String>) {
                 && (map.contains_key("requests") || map.contains_key("tokens"));
             for (k, v) in map {
                 out.insert(k.clone());
-                if k != "set" && k != "add" && !(is_override && k == "match") {
+                let header_map = k == "set" || k == "add" || (k == "headers" && v.is_object());
+                let key_parts = is_override && k == "match";
+                if !header_map && !key_parts {
                     collect_keys(v, out);
                 }
             }
@@ -297,6 +300,98 @@ clusters:
     ] {
         assert!(keys.contains(key), "effective config lacks {key}");
     }
+    let unknown: Vec<&String> = keys.iter().filter(|k| !names.contains(*k)).collect();
+    assert!(
+        unknown.is_empty(),
+        "effective config keys not in schema: {unknown:?}"
+    );
+}
+
+#[test]
+fn tracing_is_in_the_schema() {
+    let schema = ferry_config::json_schema();
+    let defs = schema["$defs"].as_object().unwrap();
+    let props = |def: &str| -> BTreeSet<String> {
+        defs[def]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("$defs/{def} has no properties"))
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(
+        props("Tracing"),
+        set(&["otlp", "service_name", "propagation", "sampling", "queue"])
+    );
+    assert_eq!(
+        props("Otlp"),
+        set(&["endpoint", "protocol", "headers", "timeout"])
+    );
+    assert_eq!(
+        props("Sampling"),
+        set(&["ratio", "always_errors", "slower_than"])
+    );
+    for def in ["Tracing", "Otlp", "Sampling"] {
+        assert_eq!(defs[def]["additionalProperties"], false, "{def}");
+        assert!(defs[def].get("required").is_none(), "{def}: all optional");
+    }
+    for (def, values) in [
+        ("OtlpProtocol", &["grpc", "http"][..]),
+        ("Propagation", &["w3c", "b3", "b3multi"]),
+    ] {
+        let text = defs[def].to_string();
+        for v in values {
+            assert!(text.contains(&format!("\"{v}\"")), "$defs/{def} lacks {v}");
+        }
+    }
+    let tracing = &defs["Tracing"]["properties"];
+    assert_eq!(tracing["propagation"]["minItems"], 1);
+    assert_eq!(tracing["propagation"]["uniqueItems"], true);
+    assert_eq!(tracing["queue"]["minimum"], 1);
+    assert_eq!(tracing["queue"]["maximum"], 1_048_576);
+    assert!(defs["Otlp"]["properties"]["endpoint"]["pattern"].is_string());
+    assert_eq!(defs["RatioText"]["type"], "number");
+    assert_eq!(defs["RatioText"]["maximum"], 1);
+    // Every field says what it does.
+    for def in ["Tracing", "Otlp", "Sampling"] {
+        for (name, field) in defs[def]["properties"].as_object().unwrap() {
+            assert!(
+                field["description"].is_string(),
+                "$defs/{def}.{name} has no description"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_key_of_an_effective_tracing_config_is_in_the_schema() {
+    let text = "apiVersion: ferry/v1
+tracing:
+  otlp: { endpoint: \"http://c:4318/v1/traces\", protocol: http, headers: { x-api-key: k }, timeout: 1s }
+  service_name: s
+  propagation: [w3c, b3, b3multi]
+  sampling: { ratio: 0.5, always_errors: true, slower_than: 1s }
+  queue: 10
+";
+    let config = ferry_config::parse("tracing.yaml", text).unwrap();
+    let mut names = BTreeSet::new();
+    property_names(&ferry_config::json_schema(), &mut names);
+    let mut keys = BTreeSet::new();
+    collect_keys(&config.effective_json, &mut keys);
+    for key in [
+        "tracing",
+        "otlp",
+        "endpoint",
+        "headers",
+        "service_name",
+        "sampling",
+        "slower_than",
+        "queue",
+    ] {
+        assert!(keys.contains(key), "effective config lacks {key}");
+    }
+    assert!(!keys.contains("x-api-key"), "header names are not fields");
     let unknown: Vec<&String> = keys.iter().filter(|k| !names.contains(*k)).collect();
     assert!(
         unknown.is_empty(),
