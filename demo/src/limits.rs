@@ -72,7 +72,7 @@ async fn scene(proxy: &Proxy) -> Result<(), DemoError> {
         );
         statuses.push(reply.status.as_u16());
     }
-    let metrics = proxy.shared().metrics.encode();
+    let metrics = proxy.shared().metrics.encode(false);
     let limited = metrics
         .lines()
         .find(|l| {

@@ -129,7 +129,7 @@ async fn scene(
             .is_err(),
         Err(_) => true,
     };
-    let metrics = server.shared().metrics.encode();
+    let metrics = server.shared().metrics.encode(false);
     let count = |name: &str| {
         metrics
             .lines()

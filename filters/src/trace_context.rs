@@ -3,11 +3,17 @@
 //! tracing layer (spans, export) builds on this; the parsing is its own module so it can be
 //! tested and fuzzed alone.
 //!
+//! [`TraceLayer`] is the per-hop layer built on it: sampling, the hop's spans
+//! ([`HopTrace`], which other layers add their phases to), and the answer's end.
+//!
 //! Extraction tries the configured formats in order and takes the first valid one. Anything
 //! malformed (wrong length, non-hex or upper-case hex where W3C forbids it, version `ff`,
 //! all-zero ids, a B3 sampling flag that is not `0`, `1` or `d`) is treated as absent: the hop
 //! then starts a new trace, and the request itself never fails because of a header.
 
+mod body;
+mod hop;
+mod layer;
 mod parse;
 
 #[cfg(test)]
@@ -17,6 +23,11 @@ use std::fmt::Write as _;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
+pub use self::body::{StreamKind, TracedBody};
+pub use self::hop::{
+    HopStart, HopTrace, SpanRecord, SpanSink, TailRules, new_span_id, new_trace_id, ratio_sampled,
+};
+pub use self::layer::{OnTrace, TraceLayer, TraceService, TraceSettings};
 pub use self::parse::{parse_b3_multi, parse_b3_single, parse_traceparent};
 
 /// A propagation format.

@@ -35,4 +35,7 @@ pub struct AccessRecord {
     pub attempts: u32,
     /// The caller's verified SPIFFE ID (mutual TLS), if any.
     pub peer_identity: Option<Arc<str>>,
+    /// The request's trace id (32 hex digits), when its route traces; sampled or not, so a
+    /// log line can be looked up in the tracing backend when its trace was kept.
+    pub trace_id: Option<String>,
 }

@@ -57,10 +57,20 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         "/config_dump" => config_dump(shared),
         "/metrics" => {
             shared.limits.export(&shared.metrics);
-            let mut resp = Response::new(full(shared.metrics.encode()));
+            // Prometheus asks for OpenMetrics when exemplar storage is on; only that format
+            // carries the trace ids.
+            let openmetrics = req.headers().get_all(http::header::ACCEPT).iter().any(|v| {
+                v.to_str()
+                    .is_ok_and(|s| s.contains("application/openmetrics-text"))
+            });
+            let mut resp = Response::new(full(shared.metrics.encode(openmetrics)));
             resp.headers_mut().insert(
                 CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                HeaderValue::from_static(if openmetrics {
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                } else {
+                    "text/plain; version=0.0.4; charset=utf-8"
+                }),
             );
             resp
         }

@@ -26,6 +26,7 @@ use crate::stack;
 use crate::state::RouteStates;
 use crate::table::{Table, TableError};
 use crate::tls::{IdentityStore, Material, TlsFiles};
+use crate::traces::Traces;
 use crate::upstream::Transport;
 
 /// How to start.
@@ -63,6 +64,9 @@ pub enum StartError {
     /// A descriptor set of a `protocol: descriptor` route is missing or unusable.
     #[error(transparent)]
     Descriptors(#[from] ferry_config::ConfigErrors),
+    /// The `tracing` block's exporter cannot be built.
+    #[error(transparent)]
+    Traces(#[from] crate::traces::TracesError),
     /// Writing the bound-addresses file failed.
     #[error("cannot write {path}: {source}")]
     AddressFile {
@@ -109,6 +113,8 @@ impl Proxy {
         set_identity(&identity, &metrics, tls.identity.clone());
         let limits = Arc::new(LimitStates::default());
         tokio::spawn(crate::limits::reap(Arc::downgrade(&limits)));
+        let traces = Arc::new(Traces::default());
+        let tracing = traces.for_config(config.tracing.as_ref(), &metrics)?;
         let cx = stack::Context {
             metrics: &metrics,
             states: &states,
@@ -117,9 +123,18 @@ impl Proxy {
             identity: &identity,
             tls: &tls,
             limits: &limits,
+            tracing: tracing.as_ref(),
         };
         let table = Table::build(config, descriptors, None, cx)?;
-        let shared = Shared::new(table, metrics, states, opts.access_log, identity, limits);
+        let shared = Shared::new(
+            table,
+            metrics,
+            states,
+            opts.access_log,
+            identity,
+            limits,
+            traces,
+        );
         let mut handles = HashMap::new();
         let listeners = shared.table.load().config.listeners.clone();
         for l in &listeners {
@@ -221,7 +236,15 @@ impl Proxy {
             .drain()
             .map(|(_, h)| h)
             .collect();
+        let started = std::time::Instant::now();
         futures_util::future::join_all(handles.into_iter().map(|h| h.drain(deadline))).await;
+        // Spans of the drained requests go out within what is left of the deadline.
+        let left = deadline.saturating_sub(started.elapsed());
+        self.inner
+            .shared
+            .traces
+            .flush(left.max(Duration::from_millis(100)))
+            .await;
         let _ = self.admin_stop.send(true);
         let _ = self.admin_task.await;
     }
@@ -266,6 +289,10 @@ impl Inner {
                 })?;
             fresh.push((l.name.clone(), l.address, socket));
         }
+        let tracing = self
+            .shared
+            .traces
+            .for_config(config.tracing.as_ref(), &self.shared.metrics)?;
         let cx = stack::Context {
             metrics: &self.shared.metrics,
             states: &self.shared.routes,
@@ -274,6 +301,7 @@ impl Inner {
             identity: &self.shared.identity,
             tls: &tls,
             limits: &self.shared.limits,
+            tracing: tracing.as_ref(),
         };
         let table = Table::build(config, descriptors, Some(&self.shared.table.load()), cx)?;
         // New handshakes use the new identity from here on; open connections keep theirs.

@@ -7,6 +7,7 @@ pub mod balance;
 pub mod client;
 pub mod retry;
 pub mod timeout;
+pub mod trace;
 
 use std::task::{Context, Poll};
 

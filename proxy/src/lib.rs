@@ -30,4 +30,5 @@ pub mod stack;
 pub mod state;
 pub mod table;
 pub mod tls;
+pub mod traces;
 pub mod upstream;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::exemplar::HistogramWithExemplars;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -100,6 +101,37 @@ pub struct ModelLabels {
     pub model: String,
 }
 
+/// Labels of ferry's own time on a request, apart from the upstream's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct OverheadLabels {
+    /// Listener name.
+    pub listener: Name,
+    /// Route name.
+    pub route: Name,
+    /// Cluster of the last attempt.
+    pub cluster: Name,
+    /// The route's configured model (empty when it matches none).
+    pub model: Name,
+    /// `request` (received → last attempt sent) or `response` (upstream's response headers
+    /// in → response headers out).
+    pub direction: &'static str,
+}
+
+/// The exemplar of a latency observation: the trace it was recorded in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct TraceExemplar {
+    /// 32 hex digits.
+    pub trace_id: String,
+}
+
+/// Labels of dropped spans.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct DropLabels {
+    /// `queue_full` (the export queue was full), `export_failed` (the backend refused or
+    /// did not answer in time) or `shutdown`.
+    pub reason: &'static str,
+}
+
 /// Labels of a certificate's expiry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct CertLabels {
@@ -172,9 +204,77 @@ impl RouteRequests {
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
+/// A latency histogram whose observations may carry the trace they were recorded in.
+pub type ExemplarHistogram = HistogramWithExemplars<TraceExemplar>;
+
 fn latency_histogram() -> Histogram {
     // 100µs .. ~52s in doubling steps: sidecar overheads and model latencies both resolve.
     Histogram::new(exponential_buckets(0.0001, 2.0, 20))
+}
+
+fn latency_exemplar_histogram() -> ExemplarHistogram {
+    HistogramWithExemplars::new(exponential_buckets(0.0001, 2.0, 20))
+}
+
+fn overhead_histogram() -> Histogram {
+    // 10µs .. ~1.3s: a sidecar's own time is tens of microseconds when all is well.
+    Histogram::new(exponential_buckets(0.00001, 2.0, 18))
+}
+
+/// One route's `ferry_proxy_overhead_seconds` series, found by cluster in a short list (as
+/// [`RouteRequests`], to keep label hashing off the request path).
+#[derive(Debug)]
+pub struct RouteOverhead {
+    listener: Arc<str>,
+    route: Arc<str>,
+    model: Arc<str>,
+    family: HistogramFamily<OverheadLabels>,
+    seen: std::sync::Mutex<Vec<(Arc<str>, Histogram, Histogram)>>,
+}
+
+impl RouteOverhead {
+    /// The series of `route` on `listener` in `metrics`.
+    pub fn new(metrics: &Metrics, listener: Arc<str>, route: Arc<str>, model: Arc<str>) -> Self {
+        Self {
+            listener,
+            route,
+            model,
+            family: metrics.overhead.clone(),
+            seen: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Records one forwarded request's own time each way.
+    pub fn observe(&self, cluster: &Arc<str>, request: f64, response: f64) {
+        let Ok(mut seen) = self.seen.lock() else {
+            return;
+        };
+        if let Some((_, req, resp)) = seen
+            .iter()
+            .find(|(c, _, _)| Arc::ptr_eq(c, cluster) || c == cluster)
+        {
+            req.observe(request);
+            resp.observe(response);
+            return;
+        }
+        let series = |direction| {
+            self.family
+                .get_or_create(&OverheadLabels {
+                    listener: Name(self.listener.clone()),
+                    route: Name(self.route.clone()),
+                    cluster: Name(cluster.clone()),
+                    model: Name(self.model.clone()),
+                    direction,
+                })
+                .clone()
+        };
+        let (req, resp) = (series("request"), series("response"));
+        req.observe(request);
+        resp.observe(response);
+        if seen.len() < ROUTE_SERIES_CACHED {
+            seen.push((cluster.clone(), req, resp));
+        }
+    }
 }
 
 /// Every metric ferry exports.
@@ -185,8 +285,11 @@ pub struct Metrics {
     pub empty: Arc<str>,
     /// `ferry_requests_total`.
     pub requests: Family<RequestLabels, Counter>,
-    /// `ferry_request_duration_seconds`: request in → response headers out, per route.
-    pub request_duration: HistogramFamily<RouteLabels>,
+    /// `ferry_request_duration_seconds`: request in → response headers out (time to first
+    /// byte as the caller sees it), per route; a sampled request's trace id is its exemplar.
+    pub request_duration: Family<RouteLabels, ExemplarHistogram, fn() -> ExemplarHistogram>,
+    /// `ferry_proxy_overhead_seconds`: ferry's own time, each way, apart from the upstream's.
+    pub overhead: HistogramFamily<OverheadLabels>,
     /// `ferry_upstream_duration_seconds`: request sent → response headers, per cluster.
     pub upstream_duration: HistogramFamily<ClusterLabels>,
     /// `ferry_upstream_connect_errors_total`.
@@ -232,6 +335,10 @@ pub struct Metrics {
     pub concurrency_queue_depth: Family<ModelLabels, Gauge>,
     /// `ferry_concurrency_queue_seconds`: time requests waited for a slot.
     pub concurrency_queue_seconds: HistogramFamily<RouteLabels>,
+    /// `ferry_trace_spans_exported_total`: spans the tracing backend accepted.
+    pub trace_spans_exported: Counter,
+    /// `ferry_trace_spans_dropped_total`: spans given up, by reason.
+    pub trace_spans_dropped: Family<DropLabels, Counter>,
 }
 
 // === impl Metrics ===
@@ -243,7 +350,8 @@ impl Metrics {
         let m = Self {
             empty: Arc::from(""),
             requests: Family::default(),
-            request_duration: Family::new_with_constructor(latency_histogram),
+            request_duration: Family::new_with_constructor(latency_exemplar_histogram),
+            overhead: Family::new_with_constructor(overhead_histogram),
             upstream_duration: Family::new_with_constructor(latency_histogram),
             connect_errors: Family::default(),
             ejections: Family::default(),
@@ -265,6 +373,8 @@ impl Metrics {
             concurrency_in_flight: Family::default(),
             concurrency_queue_depth: Family::default(),
             concurrency_queue_seconds: Family::new_with_constructor(latency_histogram),
+            trace_spans_exported: Counter::default(),
+            trace_spans_dropped: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -276,6 +386,11 @@ impl Metrics {
             "ferry_request_duration_seconds",
             "Time from request received to response headers sent",
             m.request_duration.clone(),
+        );
+        registry.register(
+            "ferry_proxy_overhead_seconds",
+            "ferry's own time on a forwarded request, apart from the upstream's: request = received to last attempt sent, response = upstream response headers to response headers sent",
+            m.overhead.clone(),
         );
         registry.register(
             "ferry_upstream_duration_seconds",
@@ -382,17 +497,42 @@ impl Metrics {
             "Time requests waited for a concurrency slot",
             m.concurrency_queue_seconds.clone(),
         );
+        registry.register(
+            "ferry_trace_spans_exported",
+            "Spans the tracing backend accepted",
+            m.trace_spans_exported.clone(),
+        );
+        registry.register(
+            "ferry_trace_spans_dropped",
+            "Spans given up: export queue full, export failed, or shut down",
+            m.trace_spans_dropped.clone(),
+        );
         Self { registry, ..m }
     }
 
-    /// Prometheus text exposition.
-    pub fn encode(&self) -> String {
+    /// The exposition: OpenMetrics with exemplars when `openmetrics` (the scraper asked
+    /// for it), else the Prometheus text format, which has no exemplars.
+    pub fn encode(&self, openmetrics: bool) -> String {
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();
             let _ = writeln!(out, "# metrics encoding failed");
         }
-        out
+        if openmetrics {
+            return out;
+        }
+        // The encoder writes OpenMetrics; the 0.0.4 text format is the same minus exemplars
+        // (` # {labels} value` at the end of a bucket line), which its parsers reject.
+        let mut plain = String::with_capacity(out.len());
+        for line in out.lines() {
+            let line = match line.find(" # {") {
+                Some(i) if !line.starts_with('#') => &line[..i],
+                _ => line,
+            };
+            plain.push_str(line);
+            plain.push('\n');
+        }
+        plain
     }
 }
 

@@ -14,20 +14,23 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use ferry_filters::model_name::ModelRef;
+use ferry_filters::trace_context::TraceId;
 use http::{Request, Response};
 use tokio::sync::mpsc;
 
 use crate::access_log::AccessRecord;
 use crate::body::{BoxError, ProxyBody};
-use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels};
+use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels, TraceExemplar};
 use crate::route::RouteEntry;
 
 /// What inner layers learned about one request.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Outcome {
+    started: Instant,
     route: OnceLock<Arc<RouteEntry>>,
     model: OnceLock<ModelRef>,
     forwarded: Mutex<Option<Forwarded>>,
+    trace: OnceLock<(TraceId, bool)>,
 }
 
 /// Where a request went.
@@ -41,6 +44,10 @@ pub struct Forwarded {
     pub upstream_duration: Duration,
     /// Attempts made.
     pub attempts: u32,
+    /// When the last attempt was sent.
+    pub sent: Instant,
+    /// When its response headers arrived (when it ended, for a failed attempt).
+    pub answered: Instant,
 }
 
 /// Tower layer recording metrics and access records for one listener.
@@ -67,7 +74,39 @@ struct Recorder {
 
 // === impl Outcome ===
 
+impl Default for Outcome {
+    fn default() -> Self {
+        Outcome::new(Instant::now())
+    }
+}
+
 impl Outcome {
+    /// The slot of a request received at `started`.
+    pub fn new(started: Instant) -> Self {
+        Outcome {
+            started,
+            route: OnceLock::new(),
+            model: OnceLock::new(),
+            forwarded: Mutex::new(None),
+            trace: OnceLock::new(),
+        }
+    }
+
+    /// When the request was received.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Records the request's trace id and whether it is sampled.
+    pub fn set_trace(&self, id: TraceId, sampled: bool) {
+        let _ = self.trace.set((id, sampled));
+    }
+
+    /// The request's trace id, when the route traces.
+    pub fn trace(&self) -> Option<TraceId> {
+        self.trace.get().map(|(id, _)| *id)
+    }
+
     /// The outcome slot of a request, if the metadata layer put one there.
     pub fn of<B>(req: &Request<B>) -> Option<&Arc<Outcome>> {
         req.extensions().get::<Arc<Outcome>>()
@@ -157,7 +196,7 @@ where
 
     fn call(&mut self, mut req: Request<ProxyBody>) -> Self::Future {
         let start = Instant::now();
-        let outcome = Arc::new(Outcome::default());
+        let outcome = Arc::new(Outcome::new(start));
         req.extensions_mut().insert(outcome.clone());
         // Only the access log needs these; without one, nothing is copied per request.
         let seen = self.shared.access_log.is_some().then(|| Seen {
@@ -217,8 +256,7 @@ where
         let this = self.project();
         let resp = ready!(this.inner.poll(cx))?;
         if let Some(p) = this.done.take() {
-            p.recorder
-                .record(&resp, p.start.elapsed(), &p.outcome, p.seen);
+            p.recorder.record(&resp, p.start, &p.outcome, p.seen);
         }
         Poll::Ready(Ok(resp))
     }
@@ -230,10 +268,11 @@ impl Recorder {
     fn record(
         &self,
         resp: &Response<ProxyBody>,
-        duration: Duration,
+        start: Instant,
         outcome: &Outcome,
         seen: Option<Seen>,
     ) {
+        let duration = start.elapsed();
         let code = resp.status().as_u16();
         let forwarded = outcome.forwarded.lock().ok().and_then(|f| f.clone());
         let cluster = forwarded.as_ref().map(|f| f.cluster.clone());
@@ -241,7 +280,26 @@ impl Recorder {
         match outcome.route.get() {
             Some(route) => {
                 route.requests.inc(cluster.as_ref(), code, &metrics.empty);
-                route.duration.observe(duration.as_secs_f64());
+                let exemplar =
+                    outcome
+                        .trace
+                        .get()
+                        .filter(|(_, sampled)| *sampled)
+                        .map(|(id, _)| TraceExemplar {
+                            trace_id: id.to_hex(),
+                        });
+                route
+                    .duration
+                    .observe(duration.as_secs_f64(), exemplar, None);
+                if let Some(f) = &forwarded {
+                    let request = f.sent.saturating_duration_since(start);
+                    let response = Instant::now().saturating_duration_since(f.answered);
+                    route.overhead.observe(
+                        &f.cluster,
+                        request.as_secs_f64(),
+                        response.as_secs_f64(),
+                    );
+                }
             }
             None => {
                 let empty = &metrics.empty;
@@ -265,7 +323,7 @@ impl Recorder {
                         listener: Name(self.listener.clone()),
                         route: Name(empty.clone()),
                     })
-                    .observe(duration.as_secs_f64());
+                    .observe(duration.as_secs_f64(), None, None);
             }
         }
         let (
@@ -297,6 +355,7 @@ impl Recorder {
             upstream_duration: forwarded.as_ref().map(|f| f.upstream_duration),
             attempts: forwarded.as_ref().map(|f| f.attempts).unwrap_or(0),
             peer_identity,
+            trace_id: outcome.trace().map(|t| t.to_hex()),
         });
     }
 }

@@ -143,7 +143,9 @@ pub struct RouteEntry {
     /// The configured model name (metric label), or empty.
     pub model_label: Arc<str>,
     /// `ferry_request_duration_seconds` of this route, registered once.
-    pub duration: prometheus_client::metrics::histogram::Histogram,
+    pub duration: crate::metrics::ExemplarHistogram,
+    /// `ferry_proxy_overhead_seconds` of this route.
+    pub overhead: crate::metrics::RouteOverhead,
     /// `ferry_requests_total` of this route.
     pub requests: RouteRequests,
 }

@@ -12,6 +12,7 @@ use crate::metrics::Metrics;
 use crate::state::RouteStates;
 use crate::table::Table;
 use crate::tls::IdentityStore;
+use crate::traces::Traces;
 
 /// Shared state.
 #[derive(Debug)]
@@ -30,6 +31,8 @@ pub struct Shared {
     pub identity: Arc<IdentityStore>,
     /// Rate-limit buckets and concurrency slots, kept across reloads.
     pub limits: Arc<LimitStates>,
+    /// The span exporter, kept across reloads that leave the `tracing` block alone.
+    pub traces: Arc<Traces>,
 }
 
 // === impl Shared ===
@@ -43,6 +46,7 @@ impl Shared {
         access_log: Option<mpsc::Sender<AccessRecord>>,
         identity: Arc<IdentityStore>,
         limits: Arc<LimitStates>,
+        traces: Arc<Traces>,
     ) -> Arc<Self> {
         Arc::new(Self {
             table: ArcSwap::from_pointee(table),
@@ -52,6 +56,7 @@ impl Shared {
             access_log,
             identity,
             limits,
+            traces,
         })
     }
 

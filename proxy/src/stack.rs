@@ -28,10 +28,11 @@ use crate::request_meta::RequestMeta;
 use crate::routing::Routing;
 use crate::state::RouteStates;
 use crate::tls::{IdentityStore, TlsFiles};
+use crate::traces::RouteTracing;
 use crate::upstream::Transport;
 
 pub use self::listener::listener;
-pub use self::route::{RouteParts, route};
+pub use self::route::{RouteParts, route, route_trace_layer};
 
 pub use crate::route::RouteService;
 
@@ -57,4 +58,6 @@ pub struct Context<'a> {
     pub tls: &'a TlsFiles,
     /// Rate-limit and concurrency state kept across reloads.
     pub limits: &'a LimitStates,
+    /// How routes trace, when the config has a `tracing` block.
+    pub tracing: Option<&'a RouteTracing>,
 }

@@ -378,6 +378,12 @@ impl RouteEntry {
         };
         let requests =
             RouteRequests::new(metrics, listener.clone(), name.clone(), model_label.clone());
+        let overhead = crate::metrics::RouteOverhead::new(
+            metrics,
+            listener.clone(),
+            name.clone(),
+            model_label.clone(),
+        );
         let service = stack::route(
             stack::RouteParts {
                 route: r,
@@ -389,6 +395,9 @@ impl RouteEntry {
                 identity: Some(cx.identity.clone()),
                 rate_limit: checks.rate_limit,
                 concurrency: crate::limits::concurrency_layer(listener, r, cx.limits, metrics),
+                tracing: cx
+                    .tracing
+                    .map(|t| stack::route_trace_layer(t, listener, r, &targets)),
             },
             metrics,
         );
@@ -401,6 +410,7 @@ impl RouteEntry {
             service,
             model_label,
             duration,
+            overhead,
             requests,
         }
     }

@@ -1,6 +1,7 @@
 //! Pooled upstream connections: keep-alive pools for HTTP/1.1 and multiplexed HTTP/2 (h2c)
 //! connections, one pool per endpoint, owned by the cluster.
 
+use crate::forward::trace::attempt_phase;
 use std::net::SocketAddr;
 
 use ferry_config::{Cluster as ClusterConfig, UpstreamProtocol};
@@ -166,19 +167,35 @@ impl Dial {
         alpn: Alpn,
         host: Option<&str>,
     ) -> Result<UpstreamIo, SendError> {
-        let tcp = connect_tcp(addr, self.timeout).await?;
+        let start = std::time::Instant::now();
+        let tcp = connect_tcp(addr, self.timeout).await;
+        let connected = std::time::Instant::now();
+        attempt_phase(
+            "connect",
+            start,
+            connected,
+            tcp.as_ref().err().map(ToString::to_string),
+        );
+        let tcp = tcp?;
         let Some(tls) = &self.tls else {
             return Ok(UpstreamIo::Plain(tcp));
         };
         let handshake = tokio::time::timeout(self.timeout, tls.connect(tcp, alpn, host));
-        match handshake.await {
+        let result = match handshake.await {
             Ok(Ok(stream)) => Ok(UpstreamIo::Tls(Box::new(stream))),
             Ok(Err(e)) => Err(SendError::connect(addr, e)),
             Err(_) => Err(SendError::connect(
                 addr,
                 std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"),
             )),
-        }
+        };
+        attempt_phase(
+            "tls.handshake",
+            connected,
+            std::time::Instant::now(),
+            result.as_ref().err().map(ToString::to_string),
+        );
+        result
     }
 }
 

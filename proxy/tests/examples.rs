@@ -129,6 +129,11 @@ async fn load_as_the_proxy_does(path: &Path) -> Vec<PathBuf> {
         .unwrap_or_else(|e| panic!("{shown}:\n{e}"));
     let identity = std::sync::Arc::new(ferry_proxy::tls::IdentityStore::default());
     identity.set(tls.identity.clone());
+    // An example's `tracing` block starts a real exporter (connecting lazily, nothing sent).
+    let traces = ferry_proxy::traces::Traces::default();
+    let tracing = traces
+        .for_config(config.tracing.as_ref(), &metrics)
+        .unwrap_or_else(|e| panic!("{shown}: {e}"));
     let cx = ferry_proxy::stack::Context {
         metrics: &metrics,
         states: &states,
@@ -137,6 +142,7 @@ async fn load_as_the_proxy_does(path: &Path) -> Vec<PathBuf> {
         identity: &identity,
         tls: &tls,
         limits: &ferry_proxy::limits::LimitStates::default(),
+        tracing: tracing.as_ref(),
     };
     let table =
         Table::build(config, descriptors, None, cx).unwrap_or_else(|e| panic!("{shown}: {e}"));

@@ -2,6 +2,7 @@
 //! order (tokio's semaphore is fair) up to `queue_timeout`. A slot is held until the answer's
 //! body ends, so a streamed answer (SSE, a gRPC stream) holds it for the whole stream.
 
+use crate::trace_context::HopTrace;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -281,7 +282,24 @@ where
         Box::pin(async move {
             let permit = match slot.semaphore.clone().try_acquire_owned() {
                 Ok(p) => p,
-                Err(_) => wait(&state, &slot, &model, deadline(&req, &state), on_queued).await?,
+                Err(_) => {
+                    let started = std::time::Instant::now();
+                    let got = wait(&state, &slot, &model, deadline(&req, &state), on_queued).await;
+                    // Only a request that queued has a phase worth a span.
+                    if let Some(hop) = HopTrace::of(&req) {
+                        let attributes = vec![opentelemetry::KeyValue::new(
+                            "ferry.concurrency.admitted",
+                            got.is_ok(),
+                        )];
+                        hop.phase(
+                            "concurrency.wait",
+                            started,
+                            std::time::Instant::now(),
+                            attributes,
+                        );
+                    }
+                    got?
+                }
             };
             let held = Held {
                 slot: slot.clone(),

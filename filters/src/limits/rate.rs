@@ -6,6 +6,8 @@
 //! on. Token budgets admit while the key's window has tokens left and are charged when the
 //! answer ends, from the `usage` it reports.
 
+use crate::trace_context::HopTrace;
+use opentelemetry::KeyValue;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -401,7 +403,20 @@ where
             state: State::Stored {
                 future: Box::pin(async move {
                     let asks = layer.asks_for_usage();
-                    let (charging, tightest) = layer.decide_stored(pending, tightest).await?;
+                    let started = std::time::Instant::now();
+                    let decided = layer.decide_stored(pending, tightest).await;
+                    // The shared store's round trip: what a global limit adds to a request.
+                    if let Some(hop) = HopTrace::of(&req) {
+                        let attributes =
+                            vec![KeyValue::new("ferry.ratelimit.admitted", decided.is_ok())];
+                        hop.phase(
+                            "ratelimit.global",
+                            started,
+                            std::time::Instant::now(),
+                            attributes,
+                        );
+                    }
+                    let (charging, tightest) = decided?;
                     let req = if !charging.is_empty() && asks {
                         super::stream_usage::ask_for_usage(req).await
                     } else {

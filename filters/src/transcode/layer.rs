@@ -1,6 +1,10 @@
 //! [`Transcoder`] as a tower layer, usable in any stack (like tower-http's layers). Faults
 //! are typed [`TranscodeError`](super::TranscodeError)s for the stack's error renderer.
 
+use std::time::Instant;
+
+use crate::trace_context::HopTrace;
+use crate::translate::phase;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -73,6 +77,8 @@ where
         // The ready clone stays here for the call; the next caller polls a fresh one.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        let hop = HopTrace::of(&req).cloned();
+        let started = Instant::now();
         match self.transcoder.request(req) {
             Err(req) => {
                 let req = req.map(|b| b.map_err(Into::into).boxed_unsync());
@@ -82,9 +88,14 @@ where
                 })
             }
             Ok(translate) => Box::pin(async move {
-                let (req, pending) = translate.await?;
+                let translated = translate.await;
+                phase(hop.as_deref(), "translate.decode", started);
+                let (req, pending) = translated?;
                 let resp = inner.call(req).await.map_err(Into::into)?;
-                Ok(pending.response(resp).await?)
+                let started = Instant::now();
+                let answer = pending.response(resp).await;
+                phase(hop.as_deref(), "translate.encode", started);
+                Ok(answer?)
             }),
         }
     }

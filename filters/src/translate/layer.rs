@@ -3,6 +3,9 @@
 //! `GET /v2` binary-extension probe of a gRPC → REST route, untranslated. Faults are typed
 //! [`TranslateError`](super::TranslateError)s for the stack's error renderer.
 
+use std::time::Instant;
+
+use crate::trace_context::HopTrace;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -81,12 +84,19 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let translator = self.translator.clone();
+        let hop = HopTrace::of(&req).cloned();
         if !translator.may_probe() {
             // Most routes never probe: a smaller future without the probe's machinery.
             return Box::pin(async move {
-                let (req, pending) = translator.try_request(req).await?;
+                let started = Instant::now();
+                let translated = translator.try_request(req).await;
+                phase(hop.as_deref(), "translate.decode", started);
+                let (req, pending) = translated?;
                 let resp = inner.call(req).await.map_err(Into::into)?;
-                Ok(pending.try_response(resp).await?)
+                let started = Instant::now();
+                let answer = pending.try_response(resp).await;
+                phase(hop.as_deref(), "translate.encode", started);
+                Ok(answer?)
             });
         }
         let probe = self.inner.clone();
@@ -102,9 +112,23 @@ where
                     probe.call(r).await.map_err(Into::into)
                 })
             };
-            let (req, pending) = translator.try_request_probing(req, send_probe).await?;
+            let started = Instant::now();
+            let translated = translator.try_request_probing(req, send_probe).await;
+            phase(hop.as_deref(), "translate.decode", started);
+            let (req, pending) = translated?;
             let resp = inner.call(req).await.map_err(Into::into)?;
-            Ok(pending.try_response(resp).await?)
+            let started = Instant::now();
+            let answer = pending.try_response(resp).await;
+            phase(hop.as_deref(), "translate.encode", started);
+            Ok(answer?)
         })
+    }
+}
+
+/// A translation step of a recorded request, as a span under its hop (the body collection it
+/// waits for included: that is time the caller's request spends here).
+pub(crate) fn phase(hop: Option<&HopTrace>, name: &'static str, started: Instant) {
+    if let Some(hop) = hop {
+        hop.phase(name, started, Instant::now(), Vec::new());
     }
 }

@@ -15,6 +15,7 @@ use http::{Request, Response};
 use prometheus_client::metrics::counter::Counter;
 
 use super::client::{Dispatch, DispatchFuture};
+use super::trace::AttemptSpan;
 use crate::body::{BoxError, ProxyBody};
 use crate::cluster::{Cluster, Endpoint, InFlightOwned};
 use crate::failure::Failure;
@@ -183,6 +184,7 @@ pin_project_lite::pin_project! {
         sent: Instant,
         attempt: u32,
         outcome: Option<Arc<Outcome>>,
+        trace: Option<AttemptSpan>,
         shared: Arc<Shared>,
     }
 }
@@ -207,13 +209,21 @@ impl Future for Sending {
             }
         };
         drop(this.in_flight.take());
-        Poll::Ready(this.shared.finish(
+        let answer = this.shared.finish(
             this.endpoint,
             *this.sent,
             *this.attempt,
             this.outcome.as_deref(),
             result,
-        ))
+        );
+        Poll::Ready(match (this.trace.take(), answer) {
+            (None, answer) => answer,
+            (Some(span), Ok(resp)) => Ok(span.answered(resp)),
+            (Some(span), Err(failure)) => {
+                span.fail(failure.to_string());
+                Err(failure)
+            }
+        })
     }
 }
 
@@ -252,6 +262,8 @@ impl Shared {
             )));
         }
         let in_flight = endpoint.start_owned();
+        let mut req = req;
+        let trace = AttemptSpan::open(&mut req, &endpoint, &self.cluster.name, attempt);
         let sent = Instant::now();
         // The client is always ready (it sheds nothing; a connect failure is its answer).
         let send = client.call(Dispatch {
@@ -259,6 +271,10 @@ impl Shared {
             wire,
             request: req,
         });
+        let send = match &trace {
+            Some(t) => t.scope(send),
+            None => send,
+        };
         let send = match self.per_try_timeout {
             Some(t) => MaybeTimeout::Timed {
                 send: tokio::time::timeout(t, send),
@@ -273,6 +289,7 @@ impl Shared {
             sent,
             attempt,
             outcome,
+            trace,
             shared: self.clone(),
         })
     }
@@ -293,6 +310,8 @@ impl Shared {
                 endpoint: endpoint.addr,
                 upstream_duration: sent.elapsed(),
                 attempts: attempt,
+                sent,
+                answered: Instant::now(),
             });
         }
         match result {

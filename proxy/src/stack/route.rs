@@ -10,6 +10,7 @@ use ferry_config::{Action, Route};
 use ferry_filters::authorization::{AuthorizationLayer, AuthorizationSettings};
 use ferry_filters::limits::{ConcurrencyLayer, RateLimitLayer};
 use ferry_filters::tensor_check::TensorValidationLayer;
+use ferry_filters::trace_context::{TraceLayer, TraceSettings};
 use ferry_filters::transcode::{TranscodeLayer, Transcoder};
 use ferry_filters::translate::OipTranslateLayer;
 use tower::ServiceBuilder;
@@ -22,10 +23,13 @@ use crate::direct::Direct;
 use crate::filter_settings;
 use crate::forward::{BalanceLayer, EndpointClient, RetryLayer, Split, TimeoutLayer};
 use crate::metrics::{Metrics, RouteLabels};
+use crate::request_meta::Outcome;
 use crate::rewrite::{Edits, RewriteLayer};
 use crate::route::ShareableService;
 use crate::state::RouteState;
 use crate::tls::IdentityStore;
+use crate::traces::RouteTracing;
+use opentelemetry::KeyValue;
 
 /// What a route's stack is built from.
 #[derive(Debug)]
@@ -48,6 +52,8 @@ pub struct RouteParts<'a> {
     pub rate_limit: Option<RateLimitLayer>,
     /// Its concurrency limit (state kept across reloads).
     pub concurrency: Option<ConcurrencyLayer>,
+    /// Its trace layer, when the config traces.
+    pub tracing: Option<TraceLayer>,
 }
 
 /// Builds one route's stack.
@@ -72,7 +78,9 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
         }))
     });
     let filters = Filters::default()
-        // [trace context]: the per-hop span and `traceparent` (tracing issue).
+        // The hop's span and the context sent upstream: outermost of the filters, so the
+        // phases below (limits, translation) and every attempt are recorded under it.
+        .then_unboxed(p.tracing)
         // Who may call this route's models: before anything reads the body or spends a limit.
         .then_unboxed(authorization)
         // Rate limits, then the in-flight cap: shed before any body is read, and a request over
@@ -130,4 +138,44 @@ fn destination(
         (*weight, path)
     }));
     Either::Right(split)
+}
+
+/// The trace layer of route `r` on `listener`: the route's names as span attributes, and the
+/// request's trace id and start handed to its [`Outcome`] (the access record's trace id; the
+/// span starts when the listener received the request, not when routing finished).
+pub fn route_trace_layer(
+    t: &RouteTracing,
+    listener: &Arc<str>,
+    r: &Route,
+    targets: &[(u32, Arc<Cluster>)],
+) -> TraceLayer {
+    let mut attributes = vec![
+        KeyValue::new("ferry.listener", listener.to_string()),
+        KeyValue::new("ferry.route", r.name.clone()),
+    ];
+    if let [(_, cluster)] = targets {
+        attributes.push(KeyValue::new("ferry.cluster", cluster.name.to_string()));
+    }
+    if let Some(t) = r.translate.as_ref() {
+        attributes.push(KeyValue::new("ferry.translate", translate_direction(t)));
+    }
+    TraceLayer::new(TraceSettings {
+        propagation: t.propagation.clone(),
+        ratio: t.ratio,
+        tail: t.tail,
+        sink: t.sink.clone(),
+        attributes: attributes.into(),
+        on_trace: Some(Arc::new(|ext: &http::Extensions, id, sampled| {
+            let outcome = ext.get::<Arc<Outcome>>()?;
+            outcome.set_trace(id, sampled);
+            Some(outcome.started())
+        })),
+    })
+}
+
+fn translate_direction(t: &ferry_config::Translate) -> &'static str {
+    match t.direction {
+        ferry_config::TranslateDirection::RestToGrpc => "rest->grpc",
+        ferry_config::TranslateDirection::GrpcToRest => "grpc->rest",
+    }
 }

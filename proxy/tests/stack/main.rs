@@ -17,4 +17,5 @@ mod limits;
 mod reload;
 mod retries;
 mod routing;
+mod tracing;
 mod translation;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use ferry_filters::connection::{Connection, PeerIdentity};
+use ferry_filters::trace_context::{Propagation, SpanSink, TailRules};
 use ferry_proxy::body::{BoxError, ProxyBody, full};
 use ferry_proxy::descriptors::Descriptors;
 use ferry_proxy::limits::LimitStates;
@@ -17,6 +18,7 @@ use ferry_proxy::stack::Context;
 use ferry_proxy::state::RouteStates;
 use ferry_proxy::table::Table;
 use ferry_proxy::tls::{IdentityStore, TlsFiles};
+use ferry_proxy::traces::RouteTracing;
 use ferry_proxy::upstream::{MemoryUpstream, SendError, Transport};
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -73,6 +75,16 @@ pub type Answerer =
 impl Stack {
     /// Serves `yaml` with `answer` behind every endpoint.
     pub fn new(yaml: &str, answer: Answerer) -> Stack {
+        Stack::build(yaml, answer, None)
+    }
+
+    /// [`Stack::new`] with the config's `tracing` block recording into `sink` instead of an
+    /// OTLP exporter.
+    pub fn traced(yaml: &str, answer: Answerer, sink: Arc<dyn SpanSink>) -> Stack {
+        Stack::build(yaml, answer, Some(sink))
+    }
+
+    fn build(yaml: &str, answer: Answerer, sink: Option<Arc<dyn SpanSink>>) -> Stack {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let upstream = memory_upstream(seen.clone(), answer);
         let transport = Transport::Memory(upstream);
@@ -84,6 +96,29 @@ impl Stack {
         let identity = Arc::new(IdentityStore::default());
         identity.set(tls.identity.clone());
         let limits = Arc::new(LimitStates::default());
+        let tracing = sink.map(|sink| {
+            let t = config
+                .tracing
+                .as_ref()
+                .expect("a traced stack needs a tracing block");
+            RouteTracing {
+                sink,
+                propagation: t
+                    .propagation
+                    .iter()
+                    .map(|p| match p {
+                        ferry_config::Propagation::W3c => Propagation::W3c,
+                        ferry_config::Propagation::B3 => Propagation::B3,
+                        ferry_config::Propagation::B3Multi => Propagation::B3Multi,
+                    })
+                    .collect(),
+                ratio: t.sampling.ratio,
+                tail: TailRules {
+                    always_errors: t.sampling.always_errors,
+                    slower_than: t.sampling.slower_than,
+                },
+            }
+        });
         let cx = Context {
             metrics: &metrics,
             states: &states,
@@ -92,10 +127,19 @@ impl Stack {
             identity: &identity,
             tls: &tls,
             limits: &limits,
+            tracing: tracing.as_ref(),
         };
         let table = Table::build(config, descriptors, None, cx).unwrap();
         Stack {
-            shared: Shared::new(table, metrics, states, None, identity, limits),
+            shared: Shared::new(
+                table,
+                metrics,
+                states,
+                None,
+                identity,
+                limits,
+                Default::default(),
+            ),
             transport,
             seen,
         }
@@ -115,6 +159,7 @@ impl Stack {
             identity: &self.shared.identity,
             tls: &tls,
             limits: &self.shared.limits,
+            tracing: None,
         };
         let old = self.shared.table.load_full();
         let table = Table::build(config, descriptors, Some(&old), cx).unwrap();
@@ -132,7 +177,7 @@ impl Stack {
 
     /// The `/metrics` text.
     pub fn metrics(&self) -> String {
-        self.shared.metrics.encode()
+        self.shared.metrics.encode(false)
     }
 
     /// Sends one request on a fresh in-memory HTTP/1.1 connection to `listener`.

@@ -1,0 +1,371 @@
+//! Span export: the `tracing` block's OTLP exporter behind a bounded queue.
+//!
+//! Kept hops ([`ferry_filters::trace_context::HopTrace`]) hand their spans to [`TraceExport`],
+//! which only `try_send`s into a queue of `queue` spans: a full queue drops the hop's spans
+//! and counts them, so a slow or dead backend never delays a request nor grows memory. One
+//! task drains the queue in batches (up to [`BATCH`] spans or [`DELAY`]) and calls the OTLP
+//! exporter (gRPC or HTTP/protobuf, from `opentelemetry-otlp`) with the configured timeout;
+//! a failed batch is dropped and counted, and the exporter reconnects on its own.
+//!
+//! The SDK's `BatchSpanProcessor` is not used: it works on SDK spans (the request path here
+//! records plain timings and builds `SpanData` only for kept hops), and it reports drops only
+//! through its internal log, while `ferry_trace_spans_dropped_total{reason}` is what an
+//! operator alerts on.
+//!
+//! [`Traces`] keeps the exporter across reloads while the `tracing` block is unchanged.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferry_config::{OtlpProtocol, Propagation as CfgPropagation, Tracing};
+use ferry_filters::trace_context::{Propagation, SpanSink, TailRules};
+use opentelemetry::KeyValue;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::metrics::{DropLabels, Metrics};
+
+/// Spans per export call at most (the OpenTelemetry SDK's default batch size).
+const BATCH: usize = 512;
+/// How long a partial batch waits for more spans.
+const DELAY: Duration = Duration::from_secs(1);
+/// At most one "export failed" warning per this long.
+const WARN_EVERY: Duration = Duration::from_secs(30);
+
+/// Why the exporter could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("tracing: cannot build the OTLP exporter for {endpoint}: {reason}")]
+pub struct TracesError {
+    endpoint: String,
+    reason: String,
+}
+
+/// What a route's trace layer is built with.
+#[derive(Debug, Clone)]
+pub struct RouteTracing {
+    /// The sink kept hops go to.
+    pub sink: Arc<dyn SpanSink>,
+    /// Formats read and written.
+    pub propagation: Arc<[Propagation]>,
+    /// Head ratio.
+    pub ratio: f64,
+    /// Tail rules.
+    pub tail: TailRules,
+}
+
+/// The exporter of the current `tracing` block, kept while the block is unchanged.
+#[derive(Debug, Default)]
+pub struct Traces {
+    current: Mutex<Option<(Tracing, RouteTracing, Arc<TraceExport>)>>,
+}
+
+impl Traces {
+    /// What routes trace with under `config` (none without a `tracing` block). A changed
+    /// block starts a new exporter; the old one flushes what it holds and stops once no
+    /// route uses it.
+    pub fn for_config(
+        &self,
+        config: Option<&Tracing>,
+        metrics: &Arc<Metrics>,
+    ) -> Result<Option<RouteTracing>, TracesError> {
+        let Ok(mut current) = self.current.lock() else {
+            return Ok(None);
+        };
+        let Some(cfg) = config else {
+            *current = None;
+            return Ok(None);
+        };
+        if let Some((old, route, _)) = current.as_ref()
+            && old == cfg
+        {
+            return Ok(Some(route.clone()));
+        }
+        let export = TraceExport::start(cfg, metrics.clone())?;
+        let route = RouteTracing {
+            sink: export.clone(),
+            propagation: cfg.propagation.iter().map(|p| propagation(*p)).collect(),
+            ratio: cfg.sampling.ratio,
+            tail: TailRules {
+                always_errors: cfg.sampling.always_errors,
+                slower_than: cfg.sampling.slower_than,
+            },
+        };
+        *current = Some((cfg.clone(), route.clone(), export));
+        Ok(Some(route))
+    }
+
+    /// Exports what is queued, within `deadline` (SIGTERM drain).
+    pub async fn flush(&self, deadline: Duration) {
+        let export = self
+            .current
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().map(|(_, _, e)| e.clone()));
+        if let Some(e) = export {
+            e.flush(deadline).await;
+        }
+    }
+}
+
+fn propagation(p: CfgPropagation) -> Propagation {
+    match p {
+        CfgPropagation::W3c => Propagation::W3c,
+        CfgPropagation::B3 => Propagation::B3,
+        CfgPropagation::B3Multi => Propagation::B3Multi,
+    }
+}
+
+/// The queue and its export task.
+#[derive(Debug)]
+pub struct TraceExport {
+    queue: mpsc::Sender<SpanData>,
+    metrics: Arc<Metrics>,
+    flush: watch::Sender<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl SpanSink for TraceExport {
+    fn export(&self, spans: Vec<SpanData>) {
+        let n = spans.len();
+        // All of a hop's spans or none: a trace missing its SERVER span reads as broken.
+        match self.queue.try_reserve_many(n) {
+            Ok(permits) => {
+                for (permit, span) in permits.zip(spans) {
+                    permit.send(span);
+                }
+            }
+            Err(e) => {
+                let reason = match e {
+                    mpsc::error::TrySendError::Full(()) => "queue_full",
+                    mpsc::error::TrySendError::Closed(()) => "shutdown",
+                };
+                self.dropped(reason, n);
+            }
+        }
+    }
+}
+
+impl TraceExport {
+    fn start(cfg: &Tracing, metrics: Arc<Metrics>) -> Result<Arc<Self>, TracesError> {
+        let exporter = build_exporter(cfg)?;
+        let (queue, rx) = mpsc::channel(cfg.queue.max(1));
+        let (flush, flushing) = watch::channel(false);
+        let export = Arc::new(TraceExport {
+            queue,
+            metrics: metrics.clone(),
+            flush,
+            task: Mutex::new(None),
+        });
+        let task = tokio::spawn(run(rx, exporter, cfg.otlp.timeout, metrics, flushing));
+        if let Ok(mut slot) = export.task.lock() {
+            *slot = Some(task);
+        }
+        Ok(export)
+    }
+
+    fn dropped(&self, reason: &'static str, n: usize) {
+        self.metrics
+            .trace_spans_dropped
+            .get_or_create(&DropLabels { reason })
+            .inc_by(n as u64);
+    }
+
+    async fn flush(&self, deadline: Duration) {
+        let _ = self.flush.send(true);
+        let task = self.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task
+            && tokio::time::timeout(deadline, task).await.is_err()
+        {
+            tracing::warn!(
+                ?deadline,
+                "tracing: spans not exported within the drain deadline"
+            );
+        }
+    }
+}
+
+/// The OTLP exporter of `cfg`, with the resource: `service.name` from the config, else
+/// `OTEL_SERVICE_NAME`, else "ferry"; `OTEL_RESOURCE_ATTRIBUTES` (the injector's pod and
+/// namespace) through the SDK's environment detector.
+fn build_exporter(cfg: &Tracing) -> Result<opentelemetry_otlp::SpanExporter, TracesError> {
+    let endpoint = endpoint(cfg);
+    let fail = |reason: String| TracesError {
+        endpoint: endpoint.clone(),
+        reason,
+    };
+    let headers: HashMap<String, String> = cfg.otlp.headers.iter().cloned().collect();
+    let mut exporter = match cfg.otlp.protocol {
+        OtlpProtocol::Grpc => {
+            let mut map = http::HeaderMap::new();
+            for (k, v) in &headers {
+                let name = http::HeaderName::try_from(k.as_str())
+                    .map_err(|e| fail(format!("header {k}: {e}")))?;
+                let value = http::HeaderValue::try_from(v.as_str())
+                    .map_err(|e| fail(format!("header {k}: {e}")))?;
+                map.insert(name, value);
+            }
+            let metadata =
+                opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(map);
+            let mut b = opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(endpoint.clone())
+                .with_timeout(cfg.otlp.timeout)
+                .with_metadata(metadata);
+            if endpoint.starts_with("https://") {
+                b = b.with_tls_config(
+                    opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new()
+                        .with_native_roots(),
+                );
+            }
+            b.build().map_err(|e| fail(e.to_string()))?
+        }
+        OtlpProtocol::Http => opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_endpoint(endpoint.clone())
+            .with_timeout(cfg.otlp.timeout)
+            .with_headers(headers)
+            .build()
+            .map_err(|e| fail(e.to_string()))?,
+    };
+    exporter.set_resource(&resource(cfg));
+    Ok(exporter)
+}
+
+/// The endpoint: the config's, else the OTLP environment's, else the protocol's default on
+/// localhost. OTLP/HTTP gets `/v1/traces` when the endpoint has no path (as the OTLP spec
+/// does for `OTEL_EXPORTER_OTLP_ENDPOINT`).
+fn endpoint(cfg: &Tracing) -> String {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let signal = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    let base = cfg
+        .otlp
+        .endpoint
+        .clone()
+        .or_else(|| signal.clone())
+        .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        .unwrap_or_else(|| match cfg.otlp.protocol {
+            OtlpProtocol::Grpc => "http://localhost:4317".into(),
+            OtlpProtocol::Http => "http://localhost:4318".into(),
+        });
+    let explicit_signal = cfg.otlp.endpoint.is_none() && signal.is_some();
+    match cfg.otlp.protocol {
+        OtlpProtocol::Http if !explicit_signal && !has_path(&base) => {
+            format!("{}/v1/traces", base.trim_end_matches('/'))
+        }
+        _ => base,
+    }
+}
+
+fn has_path(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split_once('/').is_some_and(|(_, p)| !p.is_empty())
+}
+
+fn resource(cfg: &Tracing) -> Resource {
+    let name = cfg
+        .service_name
+        .clone()
+        .or_else(|| {
+            std::env::var("OTEL_SERVICE_NAME")
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
+        .unwrap_or_else(|| "ferry".into());
+    // The builder reads OTEL_RESOURCE_ATTRIBUTES; the name set here wins over both.
+    Resource::builder()
+        .with_service_name(name)
+        .with_attributes([KeyValue::new("service.version", env!("CARGO_PKG_VERSION"))])
+        .build()
+}
+
+/// The export loop: a batch is sent when full or [`DELAY`] after its first span; a flush
+/// request exports everything queued and ends the loop.
+async fn run(
+    mut rx: mpsc::Receiver<SpanData>,
+    exporter: opentelemetry_otlp::SpanExporter,
+    timeout: Duration,
+    metrics: Arc<Metrics>,
+    mut flushing: watch::Receiver<bool>,
+) {
+    let mut warned: Option<Instant> = None;
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        tokio::select! {
+            first = rx.recv() => match first {
+                Some(span) => batch.push(span),
+                None => break,
+            },
+            _ = flushing.changed() => break,
+        }
+        let until = tokio::time::sleep(DELAY);
+        tokio::pin!(until);
+        let mut stop = false;
+        while batch.len() < BATCH {
+            tokio::select! {
+                next = rx.recv() => match next {
+                    Some(span) => batch.push(span),
+                    None => { stop = true; break; }
+                },
+                _ = &mut until => break,
+                _ = flushing.changed() => { stop = true; break; }
+            }
+        }
+        send(&exporter, &mut batch, timeout, &metrics, &mut warned).await;
+        if stop {
+            break;
+        }
+    }
+    // Flush: what is queued now goes out; spans arriving later are dropped as `shutdown`.
+    rx.close();
+    while let Ok(span) = rx.try_recv() {
+        batch.push(span);
+        if batch.len() == BATCH {
+            send(&exporter, &mut batch, timeout, &metrics, &mut warned).await;
+        }
+    }
+    send(&exporter, &mut batch, timeout, &metrics, &mut warned).await;
+}
+
+async fn send(
+    exporter: &opentelemetry_otlp::SpanExporter,
+    batch: &mut Vec<SpanData>,
+    timeout: Duration,
+    metrics: &Metrics,
+    warned: &mut Option<Instant>,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    let spans = std::mem::replace(batch, Vec::with_capacity(BATCH));
+    let n = spans.len() as u64;
+    // The exporter has its own timeout; this one bounds a connect that hangs as well.
+    let error =
+        match tokio::time::timeout(timeout + Duration::from_millis(100), exporter.export(spans))
+            .await
+        {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some(format!("no answer within {timeout:?}")),
+        };
+    match error {
+        None => {
+            metrics.trace_spans_exported.inc_by(n);
+        }
+        Some(error) => {
+            metrics
+                .trace_spans_dropped
+                .get_or_create(&DropLabels {
+                    reason: "export_failed",
+                })
+                .inc_by(n);
+            if warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+                *warned = Some(Instant::now());
+                tracing::warn!(%error, spans = n, "tracing: export failed; spans dropped");
+            }
+        }
+    }
+}
