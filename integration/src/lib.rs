@@ -1,9 +1,10 @@
 //! ferry-integration: test support for ferry's end-to-end tests (`tests/e2e/`, mutual TLS in
-//! `tests/mtls/`, rate and concurrency limits in `tests/limits/`). It builds and runs the real
-//! `ferry` binary on `127.0.0.1:0`, starts real upstreams (HTTP/1.1 + h2c echo, a gate that
-//! holds requests and counts its peak concurrency, SSE, upload sink, tonic gRPC), installs
-//! pinned third-party peers (curl and openssl from the image, Python grpcio), makes throwaway
-//! certificates (rcgen), and offers eventual assertions.
+//! `tests/mtls/`, rate and concurrency limits in `tests/limits/`, the tracing backend's
+//! self-test in `tests/phoenix/`). It builds and runs the real `ferry` binary on `127.0.0.1:0`,
+//! starts real upstreams (HTTP/1.1 + h2c echo, a gate that holds requests and counts its peak
+//! concurrency, SSE, upload sink, tonic gRPC), installs pinned third-party peers (curl and
+//! openssl from the image, Python grpcio, Arize Phoenix as the real OTLP tracing backend),
+//! makes throwaway certificates (rcgen), and offers eventual assertions.
 //!
 //! This crate is test code, so it uses `anyhow` for errors, as the style guide allows for tests.
 
@@ -15,6 +16,7 @@ pub mod envoy;
 pub mod eventually;
 pub mod ferry;
 pub mod peers;
+pub mod phoenix;
 pub mod redis;
 pub mod tls_client;
 pub mod upstream;
@@ -41,6 +43,7 @@ pub use config::{ConfigDir, to_yaml};
 pub use envoy::Envoy;
 pub use eventually::eventually;
 pub use ferry::{BoundAddresses, Ferry};
+pub use phoenix::Phoenix;
 pub use tls_client::TlsClient;
 pub use upstream::echo::{Echo, EchoReport};
 pub use upstream::gate::Gate;
