@@ -17,6 +17,8 @@ mod layer;
 mod parse;
 
 #[cfg(test)]
+mod layer_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt::Write as _;
@@ -125,7 +127,8 @@ pub fn extract(headers: &HeaderMap, formats: &[Propagation]) -> Option<TraceCont
 }
 
 /// Writes `span` of `trace` (this hop's span, the upstream's parent) in every one of
-/// `formats`, replacing whatever the caller sent in those headers.
+/// `formats`, replacing whatever the caller sent in those headers. Values are formatted on the
+/// stack: each header costs only its own value's allocation.
 pub fn inject(
     headers: &mut HeaderMap,
     formats: &[Propagation],
@@ -134,18 +137,31 @@ pub fn inject(
     sampled: bool,
     tracestate: Option<&HeaderValue>,
 ) {
-    let (t, s) = (trace.to_hex(), span.to_hex());
-    let flag = if sampled { "1" } else { "0" };
-    let set = |headers: &mut HeaderMap, name: &HeaderName, value: String| {
+    let mut t = [0u8; 32];
+    let mut s = [0u8; 16];
+    hex_into(&trace.0, &mut t);
+    hex_into(&span.0, &mut s);
+    let flag = if sampled { b'1' } else { b'0' };
+    let set = |headers: &mut HeaderMap, name: &HeaderName, parts: &[&[u8]]| {
+        let mut buf = [0u8; 64];
+        let mut n = 0;
+        for p in parts {
+            buf[n..n + p.len()].copy_from_slice(p);
+            n += p.len();
+        }
         // Hex and dashes are always a valid header value.
-        if let Ok(v) = HeaderValue::from_str(&value) {
+        if let Ok(v) = HeaderValue::from_bytes(&buf[..n]) {
             headers.insert(name.clone(), v);
         }
     };
     for f in formats {
         match f {
             Propagation::W3c => {
-                set(headers, &TRACEPARENT, format!("00-{t}-{s}-0{flag}"));
+                set(
+                    headers,
+                    &TRACEPARENT,
+                    &[b"00-", &t, b"-", &s, b"-0", &[flag]],
+                );
                 match tracestate {
                     Some(ts) => {
                         headers.insert(TRACESTATE.clone(), ts.clone());
@@ -155,14 +171,25 @@ pub fn inject(
                     }
                 }
             }
-            Propagation::B3 => set(headers, &B3, format!("{t}-{s}-{flag}")),
+            Propagation::B3 => set(headers, &B3, &[&t, b"-", &s, b"-", &[flag]]),
             Propagation::B3Multi => {
-                set(headers, &B3_TRACE, t.clone());
-                set(headers, &B3_SPAN, s.clone());
-                set(headers, &B3_SAMPLED, flag.to_owned());
+                set(headers, &B3_TRACE, &[&t]);
+                set(headers, &B3_SPAN, &[&s]);
+                headers.insert(
+                    B3_SAMPLED.clone(),
+                    HeaderValue::from_static(if sampled { "1" } else { "0" }),
+                );
                 headers.remove(&B3_PARENT);
                 headers.remove(&B3_FLAGS);
             }
         }
+    }
+}
+
+fn hex_into(bytes: &[u8], out: &mut [u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, b) in bytes.iter().enumerate() {
+        out[2 * i] = HEX[usize::from(b >> 4)];
+        out[2 * i + 1] = HEX[usize::from(b & 0xf)];
     }
 }

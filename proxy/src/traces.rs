@@ -240,23 +240,24 @@ fn build_exporter(cfg: &Tracing) -> Result<opentelemetry_otlp::SpanExporter, Tra
 /// does for `OTEL_EXPORTER_OTLP_ENDPOINT`).
 fn endpoint(cfg: &Tracing) -> String {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let signal = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-    let base = cfg
-        .otlp
-        .endpoint
-        .clone()
-        .or_else(|| signal.clone())
-        .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))
-        .unwrap_or_else(|| match cfg.otlp.protocol {
-            OtlpProtocol::Grpc => "http://localhost:4317".into(),
-            OtlpProtocol::Http => "http://localhost:4318".into(),
-        });
-    let explicit_signal = cfg.otlp.endpoint.is_none() && signal.is_some();
-    match cfg.otlp.protocol {
-        OtlpProtocol::Http if !explicit_signal && !has_path(&base) => {
-            format!("{}/v1/traces", base.trim_end_matches('/'))
-        }
-        _ => base,
+    let http = cfg.otlp.protocol == OtlpProtocol::Http;
+    if let Some(e) = &cfg.otlp.endpoint {
+        return if http && !has_path(e) {
+            format!("{}/v1/traces", e.trim_end_matches('/'))
+        } else {
+            e.clone()
+        };
+    }
+    // The signal's own variable is the full URL; the generic one is a base the OTLP spec
+    // appends the signal's path to.
+    if let Some(e) = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+        return e;
+    }
+    match (env("OTEL_EXPORTER_OTLP_ENDPOINT"), http) {
+        (Some(base), true) => format!("{}/v1/traces", base.trim_end_matches('/')),
+        (Some(base), false) => base,
+        (None, true) => "http://localhost:4318/v1/traces".into(),
+        (None, false) => "http://localhost:4317".into(),
     }
 }
 
@@ -367,5 +368,23 @@ async fn send(
                 tracing::warn!(%error, spans = n, "tracing: export failed; spans dropped");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_endpoints_get_the_traces_path_only_when_they_have_none() {
+        let mut cfg = Tracing::default();
+        cfg.otlp.protocol = OtlpProtocol::Http;
+        cfg.otlp.endpoint = Some("http://c:4318".into());
+        assert_eq!(endpoint(&cfg), "http://c:4318/v1/traces");
+        cfg.otlp.endpoint = Some("http://c:4318/custom/traces".into());
+        assert_eq!(endpoint(&cfg), "http://c:4318/custom/traces");
+        cfg.otlp.protocol = OtlpProtocol::Grpc;
+        cfg.otlp.endpoint = Some("http://c:4317".into());
+        assert_eq!(endpoint(&cfg), "http://c:4317");
     }
 }

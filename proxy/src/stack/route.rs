@@ -78,9 +78,6 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
         }))
     });
     let filters = Filters::default()
-        // The hop's span and the context sent upstream: outermost of the filters, so the
-        // phases below (limits, translation) and every attempt are recorded under it.
-        .then_unboxed(p.tracing)
         // Who may call this route's models: before anything reads the body or spends a limit.
         .then_unboxed(authorization)
         // Rate limits, then the in-flight cap: shed before any body is read, and a request over
@@ -101,6 +98,10 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
             prefix: r.prefix_rewrite.clone(),
             identity: p.identity.clone(),
         }))
+        // [trace context]: the hop's span and the context sent upstream, outside the filters
+        // so the phases they own (limits, translation) and every attempt are recorded under
+        // it. Written out, not boxed: an unsampled request allocates nothing here.
+        .option_layer(p.tracing)
         // The filters above, in that order; absent ones are not there at all.
         .layer(filters)
         .service(destination(r, p.targets, p.state, &p.labels, metrics));
