@@ -5,6 +5,29 @@
 
 use std::error::Error;
 
+/// The caller's request body could not be read: malformed framing (an invalid chunk size, an
+/// oversized chunk extension) or the caller resetting or leaving mid-body. The caller's
+/// fault, answered 400, never blamed on the upstream (no 5xx, no outlier ejection).
+#[derive(Debug, thiserror::Error)]
+#[error("malformed request body: {source}")]
+pub struct MalformedBody {
+    /// What the HTTP server reported.
+    #[source]
+    pub source: Box<dyn Error + Send + Sync>,
+}
+
+/// The [`MalformedBody`] in `e` or anywhere in its `source()` chain.
+pub fn find_malformed<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a MalformedBody> {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(m) = err.downcast_ref::<MalformedBody>() {
+            return Some(m);
+        }
+        current = err.source();
+    }
+    None
+}
+
 /// A request body grew past the configured limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("request body exceeds the limit of {limit} bytes")]

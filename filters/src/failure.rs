@@ -21,7 +21,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 
 use crate::authorization::PermissionDenied;
-use crate::body_limit::BodyTooLarge;
+use crate::body_limit::{BodyTooLarge, MalformedBody};
 use crate::limits::{Overloaded, RateLimited, StoreUnavailable};
 use crate::transcode::TranscodeError;
 use crate::translate::{BoxError, TranslateBody, TranslateError, code};
@@ -76,6 +76,9 @@ pub fn classify_filters<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a dyn Clas
         return Some(e);
     }
     if let Some(e) = e.downcast_ref::<BodyTooLarge>() {
+        return Some(e);
+    }
+    if let Some(e) = e.downcast_ref::<MalformedBody>() {
         return Some(e);
     }
     if let Some(e) = e.downcast_ref::<PermissionDenied>() {
@@ -212,6 +215,24 @@ impl Classify for BodyTooLarge {
     }
     fn reason(&self) -> &'static str {
         "body_too_large"
+    }
+}
+
+impl Classify for MalformedBody {
+    fn side(&self) -> Side {
+        Side::Client
+    }
+    fn http_status(&self) -> StatusCode {
+        StatusCode::BAD_REQUEST
+    }
+    fn grpc_code(&self) -> u32 {
+        code::INVALID_ARGUMENT
+    }
+    fn reason(&self) -> &'static str {
+        "malformed_body"
+    }
+    fn closes_connection(&self) -> bool {
+        true
     }
 }
 

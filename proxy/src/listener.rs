@@ -16,6 +16,7 @@ pub use self::framing::{FramingGuard, Verdicts};
 pub use self::idle::{ActiveGuard, Activity};
 pub use self::tracked::track;
 
+use ferry_filters::body_limit::MalformedBody;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -38,7 +39,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tower::Service;
 
-use crate::body::ProxyBody;
+use crate::body::{BoxError, ProxyBody};
 use crate::failure::{CLASSIFIERS, Failure};
 use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
 use crate::metrics::{ListenerLabels, Name};
@@ -316,7 +317,16 @@ impl ConnService {
         // Held until the response body is done (or the request is abandoned), so the
         // connection counts as busy for its idle timer.
         let active = self.activity.begin();
-        let mut req = req.map(|b| b.map_err(Into::into).boxed_unsync());
+        // Whatever goes wrong reading the caller's body is the caller's doing: typed here so
+        // an attempt that fails on it answers 400 and does not count against the upstream.
+        let mut req = req.map(|b| {
+            b.map_err(|e| -> BoxError {
+                Box::new(MalformedBody {
+                    source: Box::new(e),
+                })
+            })
+            .boxed_unsync()
+        });
         if matches!(
             req.version(),
             http::Version::HTTP_11 | http::Version::HTTP_10

@@ -8,8 +8,8 @@ use std::task::{Context, Poll};
 
 use futures_util::future::Either;
 
-use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
-use http::{HeaderMap, Request, Response};
+use http::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderValue, Request, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use crate::body::{BodyTooLarge, BoxError, ProxyBody};
@@ -78,6 +78,7 @@ fn check(req: Request<ProxyBody>, limit: Option<u64>) -> Result<Request<ProxyBod
         return Err(Failure::AmbiguousFraming(reason));
     }
     check_framing(req.headers())?;
+    let req = check_authority(req)?;
     let Some(limit) = limit else {
         return Ok(req);
     };
@@ -105,6 +106,48 @@ pub fn bounded(body: ProxyBody, limit: u64) -> ProxyBody {
             }
         })
         .boxed_unsync()
+}
+
+/// One authority per request, as routing and the upstream must both see it:
+/// - HTTP/1.1 needs `Host` (RFC 9112 §3.2: a server MUST answer 400 without it; HTTP/1.0 may
+///   omit it);
+/// - an absolute-form target's authority wins over `Host` (RFC 9112 §3.2.2), so `Host` is
+///   rewritten to it;
+/// - HTTP/2 and HTTP/3's `:authority` and a `host` header that differ make the request
+///   malformed (RFC 9113 §8.3.1): 400, rather than routing by one and forwarding the other.
+fn check_authority(mut req: Request<ProxyBody>) -> Result<Request<ProxyBody>, Failure> {
+    let host = req.headers().get(HOST);
+    match req.version() {
+        http::Version::HTTP_11 | http::Version::HTTP_10 => {
+            if let Some(authority) = req.uri().authority() {
+                let same = host.is_some_and(|h| {
+                    h.as_bytes()
+                        .eq_ignore_ascii_case(authority.as_str().as_bytes())
+                });
+                if !same {
+                    let value = HeaderValue::from_str(authority.as_str())
+                        .map_err(|_| Failure::BadRequest("invalid request target".into()))?;
+                    req.headers_mut().insert(HOST, value);
+                }
+            } else if host.is_none() && req.version() == http::Version::HTTP_11 {
+                return Err(Failure::BadRequest(
+                    "HTTP/1.1 request without a Host header".into(),
+                ));
+            }
+        }
+        _ => {
+            if let (Some(authority), Some(host)) = (req.uri().authority(), host)
+                && !host
+                    .as_bytes()
+                    .eq_ignore_ascii_case(authority.as_str().as_bytes())
+            {
+                return Err(Failure::BadRequest(
+                    "the host header differs from :authority".into(),
+                ));
+            }
+        }
+    }
+    Ok(req)
 }
 
 /// Rejects requests whose framing is ambiguous (request smuggling, RFC 9112 §6.3).
@@ -139,6 +182,7 @@ mod tests {
     #[test]
     fn declared_lengths_and_ambiguous_framing_are_refused_up_front() {
         let req = Request::builder()
+            .header(HOST, "a")
             .header(CONTENT_LENGTH, "10")
             .body(full("0123456789"))
             .unwrap();
@@ -153,10 +197,57 @@ mod tests {
             .unwrap();
         assert!(matches!(check(req, None), Err(Failure::BadRequest(_))));
         let mut req = Request::new(full(""));
+        req.headers_mut()
+            .insert(HOST, HeaderValue::from_static("a"));
         req.extensions_mut().insert(AmbiguousFraming("obs-fold"));
         assert!(matches!(
             check(req, None),
             Err(Failure::AmbiguousFraming("obs-fold"))
         ));
+    }
+
+    #[test]
+    fn one_authority_per_request() {
+        let build = |version, uri: &str, host: Option<&str>| {
+            let mut b = Request::builder().version(version).uri(uri);
+            if let Some(h) = host {
+                b = b.header(HOST, h);
+            }
+            b.body(full("")).unwrap()
+        };
+        use http::Version;
+        // HTTP/1.1 needs Host; 1.0 does not.
+        assert!(matches!(
+            check(build(Version::HTTP_11, "/x", None), None),
+            Err(Failure::BadRequest(_))
+        ));
+        assert!(check(build(Version::HTTP_10, "/x", None), None).is_ok());
+        // Absolute form: the target's authority wins and becomes Host.
+        let req = check(
+            build(Version::HTTP_11, "http://a.example/x", Some("b.example")),
+            None,
+        )
+        .unwrap();
+        assert_eq!(req.headers()[HOST], "a.example");
+        // HTTP/2: a differing host header is malformed; the same one (any case) is fine.
+        assert!(matches!(
+            check(
+                build(
+                    Version::HTTP_2,
+                    "http://evil.example/x",
+                    Some("good.example")
+                ),
+                None
+            ),
+            Err(Failure::BadRequest(_))
+        ));
+        assert!(
+            check(
+                build(Version::HTTP_2, "http://a.example/x", Some("A.example")),
+                None
+            )
+            .is_ok()
+        );
+        assert!(check(build(Version::HTTP_2, "http://a.example/x", None), None).is_ok());
     }
 }

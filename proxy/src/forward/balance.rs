@@ -358,6 +358,9 @@ impl Shared {
                         limit: too_large.limit,
                     };
                 }
+                if let Some(m) = ferry_filters::body_limit::find_malformed(&e) {
+                    return Failure::BadRequest(m.to_string());
+                }
                 self.record_failure(endpoint);
                 Failure::Unavailable {
                     cluster,

@@ -97,3 +97,88 @@ async fn a_slow_upstream_is_504_or_deadline_exceeded() {
         .await;
     assert_eq!(grpc.grpc_status().as_deref(), Some("4"));
 }
+
+/// Writes `raw` on a fresh connection and reads until the server closes it (bounded).
+async fn exchange(stack: &Stack, raw: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = stack.raw("main");
+    conn.write_all(raw).await.unwrap();
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        conn.read_to_end(&mut out),
+    );
+    read.await
+        .expect("the server closes the connection")
+        .unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn a_malformed_chunked_body_is_the_callers_fault() {
+    let stack = Stack::new(CONFIG, echo());
+    for body in [
+        "zz\r\nabc\r\n0\r\n\r\n".to_owned(),
+        "100000000000000000000\r\nabc\r\n0\r\n\r\n".to_owned(),
+        format!("3;{}\r\nabc\r\n0\r\n\r\n", "x".repeat(70_000)),
+    ] {
+        let raw = format!(
+            "POST /plain/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n{body}"
+        );
+        let answer = exchange(&stack, raw.as_bytes()).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 400"),
+            "{}",
+            &answer[..answer.len().min(300)]
+        );
+    }
+    // Nothing counts against the upstream.
+    assert!(
+        !stack.metrics().contains("code=\"503\""),
+        "{}",
+        stack.metrics()
+    );
+}
+
+#[tokio::test]
+async fn an_http11_request_without_host_is_400_and_http10_is_served() {
+    let stack = Stack::new(CONFIG, echo());
+    let answer = exchange(
+        &stack,
+        b"GET /plain/x HTTP/1.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("Host"), "{answer}");
+    assert!(stack.seen().is_empty());
+    let answer = exchange(&stack, b"GET /plain/x HTTP/1.0\r\n\r\n").await;
+    assert!(
+        answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn an_absolute_form_target_wins_over_host() {
+    let stack = Stack::new(CONFIG, echo());
+    let answer = exchange(
+        &stack,
+        b"GET http://a.example/plain/x HTTP/1.1\r\nHost: b.example\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(stack.seen()[0].headers["host"], "a.example");
+}
+
+#[tokio::test]
+async fn an_h2_host_header_that_differs_from_authority_is_400() {
+    let stack = Stack::new(CONFIG, echo());
+    let req = http::Request::builder()
+        .uri("http://evil.example/plain/x")
+        .header("host", "good.example")
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let answer = stack.h2("main", req).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert!(stack.seen().is_empty());
+}

@@ -180,8 +180,15 @@ impl Stack {
         self.shared.metrics.encode(false)
     }
 
-    /// Sends one request on a fresh in-memory HTTP/1.1 connection to `listener`.
-    pub async fn h1(&self, listener: &str, req: Request<Full<Bytes>>) -> Answer {
+    /// Sends one request on a fresh in-memory HTTP/1.1 connection to `listener`, with a
+    /// `Host` header as every HTTP/1.1 client sends (ferry refuses a request without one).
+    pub async fn h1(&self, listener: &str, mut req: Request<Full<Bytes>>) -> Answer {
+        if !req.headers().contains_key(http::header::HOST) {
+            req.headers_mut().insert(
+                http::header::HOST,
+                http::HeaderValue::from_static("stack.test"),
+            );
+        }
         let (client, server) = tokio::io::duplex(1 << 20);
         self.serve(listener, server);
         let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(client))
@@ -193,7 +200,18 @@ impl Stack {
 
     /// [`Stack::h1`] on a connection whose peer proved `identity` (as a mutual-TLS listener
     /// records it), with a made-up certificate hash.
-    pub async fn h1_as(&self, listener: &str, identity: &str, req: Request<Full<Bytes>>) -> Answer {
+    pub async fn h1_as(
+        &self,
+        listener: &str,
+        identity: &str,
+        mut req: Request<Full<Bytes>>,
+    ) -> Answer {
+        if !req.headers().contains_key(http::header::HOST) {
+            req.headers_mut().insert(
+                http::header::HOST,
+                http::HeaderValue::from_static("stack.test"),
+            );
+        }
         let (client, server) = tokio::io::duplex(1 << 20);
         let mut conn = Connection::plaintext(listener.into(), "192.0.2.8:40000".parse().unwrap());
         conn.identity = Some(PeerIdentity(identity.into()));
@@ -221,6 +239,13 @@ impl Stack {
                 .unwrap();
         tokio::spawn(conn);
         collect(send.send_request(req).await.unwrap()).await
+    }
+
+    /// A raw in-memory connection to `listener`, for bytes no well-behaved client writes.
+    pub fn raw(&self, listener: &str) -> tokio::io::DuplexStream {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        self.serve(listener, server);
+        client
     }
 
     fn serve(&self, listener: &str, io: tokio::io::DuplexStream) {
