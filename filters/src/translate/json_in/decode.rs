@@ -258,14 +258,42 @@ impl<'b> Sink<'b> {
                 self.deferred.push(Scalar::F64(v));
             }
             Some(DataType::Fp32) => {
+                let narrow = v as f32;
+                if v.is_finite() && (!narrow.is_finite() || (narrow == 0.0 && v != 0.0)) {
+                    return Err(format!(
+                        "element {}: {v} is out of range for FP32",
+                        self.count
+                    ));
+                }
                 self.charge(4)?;
-                self.fp32.extend_from_slice(&(v as f32).to_le_bytes());
+                self.fp32.extend_from_slice(&narrow.to_le_bytes());
             }
             Some(DataType::Fp64) => {
                 self.charge(8)?;
                 self.contents.fp64_contents.push(v);
             }
             Some(dt) => return Err(Self::mismatch(dt, &v)),
+        }
+        Ok(())
+    }
+
+    /// Refuses a finite decimal that became ±inf (too large) or 0 (too small, yet not zero)
+    /// in `dt`: the model would get a value the caller did not write. `NaN` and `Infinity`
+    /// literals are what the caller wrote and pass.
+    fn in_range(&self, n: &Num<'_>, finite: bool, zero: bool, dt: DataType) -> Result<(), String> {
+        let (Num::Int(d) | Num::Float(d)) = n else {
+            return Ok(());
+        };
+        let lost = !finite || (zero && d.has_nonzero_digit());
+        if lost {
+            let text = d.text();
+            let shown: String = text.chars().take(40).collect();
+            let more = if text.len() > 40 { "…" } else { "" };
+            return Err(format!(
+                "element {}: {shown}{more} is out of range for {}",
+                self.count,
+                dt.as_str()
+            ));
         }
         Ok(())
     }
@@ -277,12 +305,14 @@ impl<'b> Sink<'b> {
         match (self.dt, n) {
             (Some(DataType::Fp32), _) => {
                 let v = n.to_f32().ok_or_else(invalid)?;
+                self.in_range(&n, v.is_finite(), v == 0.0, DataType::Fp32)?;
                 self.charge(4)?;
                 self.fp32.extend_from_slice(&v.to_le_bytes());
                 Ok(())
             }
             (Some(DataType::Fp64), _) => {
                 let v = n.to_f64().ok_or_else(invalid)?;
+                self.in_range(&n, v.is_finite(), v == 0.0, DataType::Fp64)?;
                 self.charge(8)?;
                 self.contents.fp64_contents.push(v);
                 Ok(())
@@ -364,8 +394,12 @@ fn data_fp32(r: &mut Reader<'_>, sink: &mut Sink<'_>) -> Result<(), String> {
             Some(v) => v,
             None => {
                 let n = r.number()?;
-                n.to_f32()
-                    .ok_or_else(|| r.error(format!("invalid number {n:?}")))?
+                let v = n
+                    .to_f32()
+                    .ok_or_else(|| r.error(format!("invalid number {n:?}")))?;
+                sink.in_range(&n, v.is_finite(), v == 0.0, DataType::Fp32)
+                    .map_err(|e| r.error(e))?;
+                v
             }
         };
         sink.push_f32(v).map_err(|e| r.error(e))

@@ -185,6 +185,57 @@ async fn bad_input_is_400_naming_the_tensor_and_the_fault() {
 }
 
 #[tokio::test]
+async fn numbers_out_of_range_for_the_float_type_are_400_naming_tensor_and_element() {
+    let huge = "9".repeat(100_000);
+    let tiny = format!("0.{}1e-100000", "0".repeat(50));
+    let cases = [
+        ("FP32", format!("[1, {huge}]"), "element 1"),
+        ("FP32", "[1e39]".to_owned(), "element 0"),
+        ("FP32", "[0.5, 2, 1e-50]".to_owned(), "element 2"),
+        ("FP32", "[[1, 2], [3, 1e39]]".to_owned(), "element 3"),
+        ("FP64", format!("[{tiny}]"), "element 0"),
+        ("FP64", "[1, 1e309]".to_owned(), "element 1"),
+    ];
+    for (dt, data, element) in cases {
+        let n = if data.starts_with("[[") {
+            4
+        } else {
+            data.matches(',').count() + 1
+        };
+        let shape = if n == 4 {
+            "[2,2]".to_owned()
+        } else {
+            format!("[{n}]")
+        };
+        let json = format!(
+            r#"{{"inputs":[{{"name":"x","shape":{shape},"datatype":"{dt}","data":{data}}}]}}"#
+        );
+        let (status, msg) = rejected(infer_request(&json)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{dt} {:.80}", data);
+        assert!(msg.contains("tensor \"x\""), "{msg}");
+        assert!(msg.contains(element), "{msg}");
+        assert!(msg.contains(&format!("out of range for {dt}")), "{msg}");
+        assert!(
+            msg.len() < 400,
+            "the number is not echoed whole: {}",
+            msg.len()
+        );
+    }
+    // In range, zero, tiny-but-representable and the literals the caller wrote still pass.
+    for (dt, data) in [
+        ("FP32", "[0, 0.0, -0.0, 1e-40, 3.4e38]"),
+        ("FP64", "[0e5000, 1e-320, 1.7e308]"),
+    ] {
+        let n = data.matches(',').count() + 1;
+        let json = format!(
+            r#"{{"inputs":[{{"name":"x","shape":[{n}],"datatype":"{dt}","data":{data}}}]}}"#
+        );
+        let (resp, seen) = rest_via_echo(infer_request(&json)).await;
+        assert!(seen.is_some(), "{dt} {data}: {:?}", resp.status());
+    }
+}
+
+#[tokio::test]
 async fn forged_sizes_are_400_and_allocate_nothing() {
     let json = r#"{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","parameters":{"binary_data_size":1099511627776}}]}"#;
     let (status, msg) = rejected(binary_request(json, &[&[0, 0, 0, 0]])).await;

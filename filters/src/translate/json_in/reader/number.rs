@@ -78,6 +78,16 @@ fn narrow_exactly(v: f64) -> Option<f32> {
 
 // === impl Dec ===
 
+impl Dec<'_> {
+    /// Whether the significand (before any exponent) has a digit other than 0.
+    pub(crate) fn has_nonzero_digit(&self) -> bool {
+        self.text
+            .iter()
+            .take_while(|b| !matches!(b, b'e' | b'E'))
+            .any(|b| (b'1'..=b'9').contains(b))
+    }
+}
+
 impl<'a> Dec<'a> {
     /// As `f32` by the fast paths only: Clinger's in `f32` (an exact mantissa and power of
     /// ten, one rounding), else Clinger's in `f64` narrowed when that cannot double-round.
