@@ -1,6 +1,8 @@
 //! ferry-demo: `ferry demo`, a built-in Open Inference Protocol model server behind an
 //! in-process ferry, a few REST and gRPC requests through it, and a report of what ferry did
-//! with each (route, model, endpoint, status, time in ferry vs upstream). With `--serve` it
+//! with each (route, model, endpoint, status, time in ferry vs upstream); then scenes of two
+//! sidecars over mutual TLS, a rate limit, and a trace across two sidecars printed from an
+//! in-process OTLP receiver. With `--serve` it
 //! stays up and prints curl and grpcurl lines to try by hand until Ctrl-C. Everything runs as
 //! tasks in this process, so stopping it leaves nothing behind.
 //!
@@ -25,6 +27,7 @@ mod mesh;
 pub mod model_server;
 mod report;
 pub mod sidecar;
+mod tracing;
 mod try_it;
 
 /// How long the demo waits for ferry's access records after the last response.
@@ -67,6 +70,9 @@ pub enum DemoError {
     /// The mutual-TLS scene's temporary certificates could not be made.
     #[error("writing the mutual-TLS demo's certificates")]
     Mesh(#[source] std::io::Error),
+    /// The tracing scene's OTLP receiver could not be started.
+    #[error("starting the tracing demo's OTLP receiver")]
+    Tracing(#[source] std::io::Error),
     /// A scene's config did not parse (a bug in the demo).
     #[error("a demo scene's config: {0}")]
     SceneConfig(ferry_config::ConfigErrors),
@@ -181,6 +187,7 @@ async fn drive(
     println!("all {} requests answered as expected", exchanges.len());
     mesh::run(model_addr).await?;
     limits::run(model_addr).await?;
+    tracing::run(model_addr).await?;
 
     if let Some(interrupt) = interrupt.as_mut() {
         try_it::print(inbound, proxy.admin_addr());

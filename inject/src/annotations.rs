@@ -52,6 +52,10 @@ pub const REDIRECT_EXCLUDE_OUTBOUND: &str = "ferry.dev/redirect-exclude-outbound
 /// Status written by the injector.
 pub const INJECTED: &str = "ferry.dev/injected";
 
+/// Labels naming the workload, most specific first (Kubernetes' recommended label, then the
+/// common `app`): what traces show as the sidecar's service.
+const APP_LABELS: [&str; 2] = ["app.kubernetes.io/name", "app"];
+
 const KNOWN: [&str; 15] = [
     INJECT,
     PORTS,
@@ -141,6 +145,9 @@ pub struct PodAnnotations {
     pub log_level: Option<String>,
     /// Tracing endpoint override.
     pub tracing_endpoint: Option<String>,
+    /// The workload's name from its `app.kubernetes.io/name` label, else its `app` label: the
+    /// sidecar's `OTEL_SERVICE_NAME` when tracing is on.
+    pub app_name: Option<String>,
     /// `false` only when the pod asks for a legacy sidecar.
     pub native_sidecar: bool,
     /// Redirect mode, if given (the injector's `--redirect` applies otherwise).
@@ -245,6 +252,11 @@ pub fn read(metadata: Option<&Value>) -> Result<PodAnnotations, ObjectError> {
             "a ConfigMap name (DNS subdomain)",
         ));
     }
+    let app_name = APP_LABELS.iter().find_map(|key| {
+        let value = labels.and_then(|l| l.get(*key)).map(scalar_text)?;
+        let value = value.trim();
+        (!value.is_empty()).then(|| value.to_owned())
+    });
     let unknown = annotations
         .and_then(Value::as_object)
         .map(|a| {
@@ -267,6 +279,7 @@ pub fn read(metadata: Option<&Value>) -> Result<PodAnnotations, ObjectError> {
         memory_limit: quantity(MEMORY_LIMIT)?,
         log_level,
         tracing_endpoint: get(TRACING_ENDPOINT).filter(|e| !e.is_empty()),
+        app_name,
         native_sidecar,
         redirect,
         exclude_inbound_ports,
@@ -336,6 +349,19 @@ mod tests {
                           "annotations": {"ferry.dev/inject": "disabled"}});
         assert_eq!(read(Some(&meta)).unwrap().opt_in, OptIn::Disabled);
         assert_eq!(read(None).unwrap().opt_in, OptIn::Unset);
+    }
+
+    #[test]
+    fn app_name_from_the_recommended_label_then_app() {
+        let name =
+            |labels: serde_json::Value| read(Some(&json!({ "labels": labels }))).unwrap().app_name;
+        let both = json!({"app.kubernetes.io/name": "resnet", "app": "legacy"});
+        assert_eq!(name(both).as_deref(), Some("resnet"));
+        assert_eq!(name(json!({"app": "triton"})).as_deref(), Some("triton"));
+        let blank = json!({"app.kubernetes.io/name": " ", "app": "triton"});
+        assert_eq!(name(blank).as_deref(), Some("triton"));
+        assert_eq!(name(json!({"tier": "models"})), None);
+        assert_eq!(read(None).unwrap().app_name, None);
     }
 
     #[test]

@@ -143,10 +143,20 @@ impl Sidecar<'_> {
             .or(self.args.tracing_endpoint.as_deref());
         if let Some(endpoint) = tracing {
             env.push(json!({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": endpoint}));
-            // $(VAR) is expanded by the kubelet from the variables defined above.
+            // The workload's name, so a trace reads "caller -> model" rather than
+            // "ferry -> ferry"; without an app label ferry names itself "ferry" and the pod
+            // attributes below still tell the sidecars apart.
+            if let Some(app) = &self.annotations.app_name {
+                env.push(json!({"name": "OTEL_SERVICE_NAME", "value": app}));
+            }
+            // $(VAR) is expanded by the kubelet from the variables defined above. The
+            // container name tells the sidecar's spans from the app's when both report under
+            // the app's service name.
             env.push(json!({
                 "name": "OTEL_RESOURCE_ATTRIBUTES",
-                "value": "k8s.pod.name=$(POD_NAME),k8s.namespace.name=$(POD_NAMESPACE)",
+                "value": format!(
+                    "k8s.pod.name=$(POD_NAME),k8s.namespace.name=$(POD_NAMESPACE),k8s.container.name={CONTAINER_NAME}"
+                ),
             }));
         }
         env

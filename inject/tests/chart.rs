@@ -1,8 +1,9 @@
 //! charts/ferry with a real helm binary: `helm lint --strict`, `helm template` with default and
 //! non-default values validated against the Kubernetes 1.31 schemas, schema violations failing,
 //! the injector flags in the Deployment accepted by `ferry injector`, and the default mesh
-//! route config agreeing with the sidecar's ports and certificate paths, following `mesh.mtls`
-//! and `mesh.meshedHosts`, and parsing as a ferry config.
+//! route config agreeing with the sidecar's ports and certificate paths, following `mesh.mtls`,
+//! `mesh.meshedHosts` and the `mesh.tracing*` values, and parsing as a ferry config. The real
+//! `ferry validate` of the rendered config runs in `integration/tests/e2e/chart.rs`.
 
 #![allow(
     clippy::unwrap_used,
@@ -148,7 +149,7 @@ fn non_default_values_render_valid() {
         "webhook:\n  failurePolicy: Fail\n  timeoutSeconds: 10\n  certs:\n    mode: cert-manager\n    certgenImage: {repository: certgen, tag: v1, pullPolicy: Always}\n\
          injector:\n  replicas: 3\n  podDisruptionBudget: {enabled: true, minAvailable: 2}\n  nodeSelector: {kubernetes.io/os: linux}\n\
          sidecar:\n  redirect: {mode: iptables, initImage: {repository: registry.example/ferry-init, tag: v9}}\n  resources:\n    requests: {cpu: 200m, memory: 128Mi}\n    limits: {cpu: \"1\", memory: 512Mi}\n\
-         mesh:\n  trustDomain: prod.example\n  tracingEndpoint: http://otel-collector.observability:4317\n  workloadCerts: {mode: none, issuerName: x, issuerKind: Issuer}\n\
+         mesh:\n  trustDomain: prod.example\n  tracingEndpoint: http://otel-collector.observability:4318\n  tracingProtocol: http\n  tracingSamplingRatio: 0.5\n  tracingPropagation: [b3]\n  workloadCerts: {mode: none, issuerName: x, issuerKind: Issuer}\n\
          meshConfig:\n  namespaces: [models, llm]\n  modelPort: 8000\n",
     )
     .unwrap();
@@ -175,6 +176,10 @@ fn non_default_values_render_valid() {
     let args: Vec<String> = serde_json::from_value(args).unwrap();
     let parsed = Cli::try_parse_from(args.iter().map(String::as_str)).unwrap();
     assert_eq!(parsed.injector.sidecar.trust_domain, "prod.example");
+    assert_eq!(
+        parsed.injector.sidecar.tracing_endpoint.as_deref(),
+        Some("http://otel-collector.observability:4318")
+    );
     assert_eq!(parsed.injector.sidecar.cpu_limit.as_deref(), Some("1"));
     assert_eq!(
         parsed.injector.sidecar.workload_certs,
@@ -201,6 +206,20 @@ fn schema_violations_fail() {
         ("sidecar.redirect.mode=tproxy", "sidecar.redirect.mode"),
         ("mesh.mtls=optional", "mesh.mtls"),
         ("mesh.meshedHosts[0].suffix=.svc", "mesh.meshedHosts"),
+        (
+            "mesh.tracingEndpoint=otel-collector:4317",
+            "mesh.tracingEndpoint",
+        ),
+        ("mesh.tracingProtocol=zipkin", "mesh.tracingProtocol"),
+        ("mesh.tracingSamplingRatio=1.5", "mesh.tracingSamplingRatio"),
+        (
+            "mesh.tracingSamplingRatio=often",
+            "mesh.tracingSamplingRatio",
+        ),
+        (
+            "mesh.tracingPropagation[0]=jaeger",
+            "mesh.tracingPropagation",
+        ),
     ] {
         let chart = chart();
         for verb in [&["template", "ferry"][..], &["lint", "--strict"][..]] {
@@ -367,13 +386,101 @@ fn mesh_config_without_certs_or_mtls() {
     }
 }
 
+/// Tracing is off by default; `mesh.tracingEndpoint` turns the `tracing` block on with the
+/// protocol, propagation and ratio values, and no endpoint or service name (the sidecar takes
+/// those from the variables the injector sets, so the per-pod annotation still wins).
+#[test]
+fn mesh_config_tracing_follows_values() {
+    let off = mesh_config("chart-tracing-off", &[]);
+    assert!(off.get("tracing").is_none(), "{off}");
+    let args = |objects: &[Value]| -> Vec<String> {
+        let args = find(objects, "Deployment")[0]
+            .pointer("/spec/template/spec/containers/0/args")
+            .unwrap()
+            .clone();
+        serde_json::from_value(args).unwrap()
+    };
+    let (_, objects) = template("chart-tracing-off-args", &[]);
+    assert!(
+        !args(&objects)
+            .iter()
+            .any(|a| a.starts_with("--tracing-endpoint"))
+    );
+
+    let endpoint = "mesh.tracingEndpoint=http://otel-collector.observability:4317";
+    let on = mesh_config("chart-tracing-on", &["--set", endpoint]);
+    assert_eq!(
+        on["tracing"],
+        serde_json::json!({
+            "otlp": {"protocol": "grpc"},
+            "propagation": ["w3c", "b3"],
+            "sampling": {"ratio": 0.01},
+        })
+    );
+    let (_, objects) = template("chart-tracing-on-args", &["--set", endpoint]);
+    assert!(
+        args(&objects)
+            .contains(&"--tracing-endpoint=http://otel-collector.observability:4317".to_owned())
+    );
+
+    // `--set` passes a ratio as a string; it still renders as a number.
+    let http = mesh_config(
+        "chart-tracing-http",
+        &[
+            "--set",
+            "mesh.tracingEndpoint=http://otel-collector.observability:4318",
+            "--set",
+            "mesh.tracingProtocol=http",
+            "--set",
+            "mesh.tracingSamplingRatio=0.2",
+            "--set-json",
+            r#"mesh.tracingPropagation=["b3multi"]"#,
+        ],
+    );
+    assert_eq!(
+        http["tracing"],
+        serde_json::json!({
+            "otlp": {"protocol": "http"},
+            "propagation": ["b3multi"],
+            "sampling": {"ratio": 0.2},
+        })
+    );
+
+    // OTLP/gRPC has no path: a URL with one is refused rather than exported nowhere.
+    let chart = chart();
+    let out = helm(&[
+        "template",
+        "ferry",
+        chart.to_str().unwrap(),
+        "--set",
+        "mesh.tracingEndpoint=http://otel-collector.observability:4318/v1/traces",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a gRPC endpoint with a path rendered"
+    );
+    assert!(stderr.contains("mesh.tracingEndpoint"), "{stderr}");
+}
+
 /// The default mesh ConfigMap, with default and with every optional section switched on, is a
 /// valid ferry route config. The default and mTLS variants need `identity` and `tls` in
 /// `ferry_config` (issue 15).
 #[test]
 fn mesh_config_parses_as_ferry_config() {
-    let variants: [(&str, &[&str]); 4] = [
+    let variants: [(&str, &[&str]); 5] = [
         ("chart-mesh-default", &[]),
+        (
+            "chart-mesh-tracing-http",
+            &[
+                "--set",
+                "mesh.tracingEndpoint=http://otel-collector.observability:4318",
+                "--set",
+                "mesh.tracingProtocol=http",
+                "--set",
+                "mesh.tracingSamplingRatio=1",
+            ],
+        ),
         (
             "chart-mesh-full",
             &[

@@ -4,12 +4,14 @@
 //! starts real upstreams (HTTP/1.1 + h2c echo, a gate that holds requests and counts its peak
 //! concurrency, SSE, upload sink, tonic gRPC), installs pinned third-party peers (curl and
 //! openssl from the image, Python grpcio, Arize Phoenix as the real OTLP tracing backend),
-//! makes throwaway certificates (rcgen), and offers eventual assertions.
+//! makes throwaway certificates (rcgen), renders the Helm chart with the pinned helm
+//! ([`chart`]), and offers eventual assertions.
 //!
 //! This crate is test code, so it uses `anyhow` for errors, as the style guide allows for tests.
 
 pub mod admin;
 pub mod certs;
+pub mod chart;
 pub mod client;
 pub mod config;
 pub mod envoy;

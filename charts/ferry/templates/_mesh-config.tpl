@@ -1,8 +1,14 @@
 {{/*
 The default route config every injected sidecar loads from /etc/ferry/config.yaml, in the
 ferry route config format (examples/full.yaml). Admin listens on all addresses because the
-kubelet's probes come from outside the pod's loopback. Tracing reaches the sidecar through
-OTEL_EXPORTER_OTLP_ENDPOINT, which the injector sets from mesh.tracingEndpoint.
+kubelet's probes come from outside the pod's loopback.
+
+Tracing (docs/tracing.md): a non-empty mesh.tracingEndpoint adds the `tracing` block with the
+protocol, propagation and sampling ratio. The block names no endpoint and no service name: the
+sidecar takes them from OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_SERVICE_NAME, which the injector
+sets (the endpoint from mesh.tracingEndpoint, or a pod's ferry.dev/tracing-endpoint
+annotation; the name from the pod's app label), together with OTEL_RESOURCE_ATTRIBUTES (pod,
+namespace, container), so one ConfigMap serves every pod and the annotation keeps working.
 
 Mutual TLS (docs/security.md) needs the per-pod certificate the injector mounts at
 /var/run/ferry (inject/src/sidecar.rs CERTS_DIR) only in mesh.workloadCerts.mode
@@ -37,6 +43,17 @@ is rendered, so `helm template`, `helm install` and `helm lint` all stop with th
 {{- if and (eq .Values.mesh.mtls "disabled") .Values.mesh.meshedHosts -}}
 {{- fail "mesh.meshedHosts needs mesh.mtls permissive or strict: with disabled the destinations' inbound listeners refuse the TLS the callers would open" -}}
 {{- end -}}
+{{- if and (eq .Values.mesh.tracingProtocol "grpc") (regexMatch "^https?://[^/]+/[^/]" .Values.mesh.tracingEndpoint) -}}
+{{- fail "mesh.tracingEndpoint: with mesh.tracingProtocol grpc the endpoint has no path (e.g. http://otel-collector.observability:4317)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+mesh.tracingSamplingRatio as a plain decimal: helm prints a small float as 1e-05, which YAML 1.1
+readers take for a string; `--set` passes the value as a string, which float64 parses.
+*/}}
+{{- define "ferry.tracingRatio" -}}
+{{- regexReplaceAll "\\.?0+$" (printf "%.12f" (float64 .Values.mesh.tracingSamplingRatio)) "" -}}
 {{- end -}}
 
 {{- define "ferry.meshConfig" -}}
@@ -49,6 +66,12 @@ identity:
   cert: /var/run/ferry/tls.crt
   key: /var/run/ferry/tls.key
   trust: [/var/run/ferry/ca.crt]
+{{- end }}
+{{- if .Values.mesh.tracingEndpoint }}
+tracing:
+  otlp: { protocol: {{ .Values.mesh.tracingProtocol }} }
+  propagation: {{ toJson .Values.mesh.tracingPropagation }}
+  sampling: { ratio: {{ include "ferry.tracingRatio" . }} }
 {{- end }}
 listeners:
   - name: inbound

@@ -130,7 +130,8 @@ impl RestClient {
         self.send_full(method, path, headers, None).await
     }
 
-    async fn send_full(
+    /// Sends one request with extra headers; a JSON body gets `content-type: application/json`.
+    pub async fn send_full(
         &mut self,
         method: Method,
         path: &str,

@@ -4,6 +4,7 @@
 
 mod admin;
 mod balancing;
+mod chart;
 mod drain;
 mod envoy_mtls;
 mod failures;
