@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 
-use crate::client::{HttpClient, Reply};
+use crate::client::{HttpClient, Reply, body_full, request};
 
 /// A client for one ferry admin listener.
 #[derive(Clone, Debug)]
@@ -59,6 +59,27 @@ impl Admin {
             reply.status
         );
         Ok(Metrics::parse(&reply.text()))
+    }
+
+    /// `GET /metrics` asking for OpenMetrics text, which carries the latency exemplars (trace
+    /// ids of sampled requests) that the Prometheus text format has no room for; unparsed.
+    pub async fn openmetrics_text(&self) -> anyhow::Result<String> {
+        let reply = self
+            .http
+            .call(request(
+                http::Method::GET,
+                self.addr,
+                "/metrics",
+                &[("accept", "application/openmetrics-text; version=1.0.0")],
+                body_full(""),
+            )?)
+            .await?;
+        anyhow::ensure!(
+            reply.status.is_success(),
+            "/metrics (OpenMetrics) answered {}",
+            reply.status
+        );
+        Ok(reply.text())
     }
 
     /// `GET /config_dump` as JSON.

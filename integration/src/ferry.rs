@@ -1,6 +1,10 @@
 //! The real `ferry` binary as a child process: started with a config file (or the one-route
 //! flags), its bound ports read from `--bound-addresses-file`, its stderr kept in a buffer that
 //! is printed when the handle drops (libtest shows it only for failing tests), killed on drop.
+//!
+//! ferry reads the standard `OTEL_*` variables (exporter endpoint, headers, service name,
+//! resource attributes), so none is inherited from the test's own environment: a test that
+//! wants one passes it to [`Ferry::start_with_env`].
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -51,10 +55,18 @@ impl Ferry {
         Self::start_in(ConfigDir::configmap(yaml).await?).await
     }
 
+    /// [`Ferry::start`] with extra environment variables for the ferry process, e.g.
+    /// `OTEL_RESOURCE_ATTRIBUTES` to put its spans in a tracing backend's project.
+    pub async fn start_with_env(yaml: &str, env: &[(&str, &str)]) -> anyhow::Result<Ferry> {
+        let config = ConfigDir::configmap(yaml).await?;
+        let path = config.path();
+        Self::spawn(&["run", "--config"], Some(&path), Some(config), env).await
+    }
+
     /// Starts `ferry run --config <file>` on a prepared config directory.
     pub async fn start_in(config: ConfigDir) -> anyhow::Result<Ferry> {
         let path = config.path();
-        Self::spawn(&["run", "--config"], Some(&path), Some(config)).await
+        Self::spawn(&["run", "--config"], Some(&path), Some(config), &[]).await
     }
 
     /// Starts `ferry run` with the given extra arguments (e.g. `--listen 127.0.0.1:0 --upstream
@@ -62,18 +74,26 @@ impl Ferry {
     pub async fn start_args(args: &[&str]) -> anyhow::Result<Ferry> {
         let mut all = vec!["run"];
         all.extend_from_slice(args);
-        Self::spawn(&all, None, None).await
+        Self::spawn(&all, None, None, &[]).await
     }
 
     async fn spawn(
         args: &[&str],
         config_path: Option<&Path>,
         config: Option<ConfigDir>,
+        env: &[(&str, &str)],
     ) -> anyhow::Result<Ferry> {
         let bin = workspace::ferry_bin().await?;
         let scratch = tempfile::Builder::new().prefix("ferry-run-").tempdir()?;
         let bound_file = scratch.path().join("bound.json");
         let mut cmd = Command::new(&bin);
+        // A developer's or CI's own OpenTelemetry settings must not redirect ferry's spans.
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("OTEL_") {
+                cmd.env_remove(&name);
+            }
+        }
+        cmd.envs(env.iter().copied());
         cmd.args(args);
         if let Some(p) = config_path {
             cmd.arg(p);

@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 
 use ferry_config::{RetryOn, RetryPolicy};
 use ferry_filters::failure::Classify;
+use ferry_filters::trace_context::HopTrace;
 use http::{Request, Response, StatusCode};
 use prometheus_client::metrics::counter::Counter;
 use tower::retry::budget::{Budget, TpsBudget};
@@ -125,10 +126,11 @@ impl Shared {
             1
         };
         let outcome = parts.extensions.get::<Arc<Outcome>>().cloned();
+        let hop = parts.extensions.get::<Arc<HopTrace>>().cloned();
         let mut avoid = None;
         for attempt in 1..max_attempts {
             // A retry may follow, so this attempt sends a copy of the head.
-            let req = copy(&parts, peeked.replay(), outcome.as_ref());
+            let req = copy(&parts, peeked.replay(), outcome.as_ref(), hop.as_ref());
             let req = mark(req, attempt, avoid);
             match judge(&policy.on, inner.call(req).await) {
                 Verdict::Done(answer) => return answer,
@@ -154,13 +156,15 @@ impl Shared {
     }
 }
 
-/// A copy of the head for one attempt. Of the extensions only the request's `Outcome` goes
-/// along: the layers below (balancer, client) read nothing else, and cloning the whole map
-/// would allocate a box per entry for every attempt.
+/// A copy of the head for one attempt. Of the extensions only the request's `Outcome` and its
+/// recorded hop go along: the layers below read nothing else (the balancer the outcome, the
+/// attempt's CLIENT span the hop), and cloning the whole map would allocate a box per entry
+/// for every attempt.
 fn copy(
     parts: &http::request::Parts,
     body: ProxyBody,
     outcome: Option<&Arc<Outcome>>,
+    hop: Option<&Arc<HopTrace>>,
 ) -> Request<ProxyBody> {
     let mut req = Request::new(body);
     *req.method_mut() = parts.method.clone();
@@ -169,6 +173,9 @@ fn copy(
     *req.headers_mut() = parts.headers.clone();
     if let Some(outcome) = outcome {
         req.extensions_mut().insert(outcome.clone());
+    }
+    if let Some(hop) = hop {
+        req.extensions_mut().insert(hop.clone());
     }
     req
 }
