@@ -71,6 +71,7 @@ fn settings(ratio: f64) -> TraceSettings {
         sink: Arc::new(Drop_),
         attributes: Arc::from([opentelemetry::KeyValue::new("ferry.route", "llm")]),
         on_trace: None,
+        classifiers: &[],
     }
 }
 

@@ -23,6 +23,7 @@ use super::hop::{
 };
 use super::{Propagation, TraceId, extract, inject};
 use crate::connection::Connection;
+use crate::failure::{self, Classifier};
 use crate::model_name::{self, ModelRef};
 use crate::translate::{BoxError, TranslateBody};
 
@@ -46,6 +47,9 @@ pub struct TraceSettings {
     pub attributes: Arc<[KeyValue]>,
     /// Called with every request's trace id (sampled or not).
     pub on_trace: Option<OnTrace>,
+    /// How the stack's errors become answers (the renderer's classifiers), so a hop that
+    /// ends in an error records the status the caller gets, not just "failed".
+    pub classifiers: &'static [Classifier],
 }
 
 impl std::fmt::Debug for TraceSettings {
@@ -131,6 +135,8 @@ where
             return ResponseFuture {
                 inner: self.inner.call(req),
                 hop: None,
+                grpc: false,
+                classifiers: s.classifiers,
             };
         }
         let (parent, tracestate) = match incoming {
@@ -153,9 +159,12 @@ where
         describe(&hop, &req, &s.attributes);
         hop.inject(req.headers_mut(), hop.span_id());
         req.extensions_mut().insert(hop.clone());
+        let grpc = crate::failure::is_grpc(req.headers());
         ResponseFuture {
             inner: self.inner.call(req),
             hop: Some(hop),
+            grpc,
+            classifiers: s.classifiers,
         }
     }
 }
@@ -251,6 +260,8 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         hop: Option<Arc<HopTrace>>,
+        grpc: bool,
+        classifiers: &'static [Classifier],
     }
 }
 
@@ -292,8 +303,34 @@ where
                 ))
             }
             Err(e) => {
-                hop.add_attributes([KeyValue::new("error.type", error_type(&e))]);
-                hop.fail(Some(e.to_string()));
+                // The answer the renderer outside will give: the span records that status,
+                // and fails only where OpenTelemetry's rules say a server failed.
+                let found = failure::find(&*e, this.classifiers);
+                let (status, code, reason) = found.map_or((500, 13, "internal"), |c| {
+                    (c.http_status().as_u16(), c.grpc_code(), c.reason())
+                });
+                let mut kvs = vec![KeyValue::new("error.type", reason)];
+                if *this.grpc {
+                    kvs.push(KeyValue::new("http.response.status_code", 200_i64));
+                    kvs.push(KeyValue::new("rpc.grpc.status_code", i64::from(code)));
+                } else {
+                    kvs.push(KeyValue::new(
+                        "http.response.status_code",
+                        i64::from(status),
+                    ));
+                }
+                hop.add_attributes(kvs);
+                let server_failed = if *this.grpc {
+                    grpc_server_error(code).is_some()
+                } else {
+                    status >= 500
+                };
+                if server_failed {
+                    hop.fail(Some(e.to_string()));
+                } else if *this.grpc && code != 0 {
+                    // A client-side gRPC error: kept by `always_errors`, span not failed.
+                    hop.fail(None);
+                }
                 hop.end(now);
                 Poll::Ready(Err(e))
             }
@@ -313,11 +350,4 @@ pub(super) fn grpc_status(headers: &HeaderMap) -> Option<u32> {
 /// codes that mean the server failed), as `fail`'s argument.
 pub(super) fn grpc_server_error(code: u32) -> Option<String> {
     matches!(code, 2 | 4 | 12 | 13 | 14 | 15).then(|| format!("gRPC status {code}"))
-}
-
-fn error_type(e: &BoxError) -> String {
-    // The concrete type's last path segment reads better than the message as a low-cardinality
-    // attribute; the message goes in the status description.
-    let name = std::any::type_name_of_val(&**e);
-    name.rsplit("::").next().unwrap_or(name).to_owned()
 }

@@ -72,6 +72,7 @@ fn settings(ratio: f64, tail: TailRules, sink: Arc<Collect>) -> TraceSettings {
         sink,
         attributes: Arc::from([opentelemetry::KeyValue::new("ferry.route", "r")]),
         on_trace: None,
+        classifiers: &[crate::failure::classify_filters],
     }
 }
 

@@ -110,11 +110,15 @@ pub async fn every_attempt_has_its_span(phoenix: Arc<Phoenix>) -> anyhow::Result
     assert!(reply.status.is_server_error(), "{}", reply.status);
     let spans = wait_for_trace(&phoenix, &project, &down, &["GET down", "GET gone"]).await?;
     let trace = in_trace(&spans, &down);
-    // The caller's 503 is not on the SERVER span (no `http.response.status_code`, and
-    // `error.type` reads "Sync"): the trace layer sees the error before the error layer renders
-    // it. Only what ferry records correctly is checked here.
+    // The SERVER span records the answer the caller got.
     let hop = one(&trace, "GET down");
     assert_eq!(hop.status_code, SpanStatus::Error, "{hop:#?}");
+    assert_eq!(
+        hop.attr_i64("http.response.status_code"),
+        Some(503),
+        "{hop:#?}"
+    );
+    assert_eq!(hop.attr_str("error.type"), Some("unavailable"), "{hop:#?}");
     let attempt = one(&trace, "GET gone");
     assert_nested(hop, attempt);
     assert_eq!(attempt.status_code, SpanStatus::Error, "{attempt:#?}");

@@ -151,9 +151,7 @@ pub async fn grpc_server_joins_the_trace(phoenix: Arc<Phoenix>) -> anyhow::Resul
     );
 
     // A gRPC error: the caller gets REST 404 and the attempt records the gRPC code as a
-    // failure. (The SERVER span of such a request is not checked further here: ferry records
-    // it without `http.response.status_code` and with status ERROR, since the trace layer sees
-    // the translation's error before the error layer turns it into the 404 the caller gets.)
+    // failure; the SERVER span records the 404 the caller got, which is not a server failure.
     let (missing_trace, missing_span) = caller();
     let reply = client
         .call(infer(
@@ -174,5 +172,11 @@ pub async fn grpc_server_joins_the_trace(phoenix: Arc<Phoenix>) -> anyhow::Resul
     );
     assert_eq!(attempt.status_code, SpanStatus::Error, "{attempt:#?}");
     assert_eq!(hop.attr_str("model.name"), Some("missing"), "{hop:#?}");
+    assert_eq!(
+        hop.attr_i64("http.response.status_code"),
+        Some(404),
+        "{hop:#?}"
+    );
+    assert_ne!(hop.status_code, SpanStatus::Error, "{hop:#?}");
     Ok(())
 }

@@ -171,6 +171,7 @@ pub fn route_trace_layer(
             outcome.set_trace(id, sampled);
             Some(outcome.started())
         })),
+        classifiers: crate::failure::CLASSIFIERS,
     })
 }
 

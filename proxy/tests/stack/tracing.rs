@@ -304,3 +304,45 @@ async fn a_sampled_request_is_the_latency_exemplar_in_openmetrics_only() {
     );
     assert!(plain.contains("direction=\"request\""), "{plain}");
 }
+
+#[tokio::test]
+async fn an_error_answer_is_recorded_with_the_status_the_caller_gets() {
+    let sink = Arc::new(Collect::default());
+    let yaml = r#"
+apiVersion: ferry/v1
+tracing: { sampling: { ratio: 0, always_errors: true } }
+listeners:
+  - name: main
+    address: 127.0.0.1:0
+    limits: { max_request_body_bytes: 4 }
+    routes:
+      - name: models
+        to: triton
+clusters:
+  - { name: triton, endpoints: [127.0.0.1:1001] }
+"#;
+    let refused: Answerer = Arc::new(|addr, _| {
+        Err(ferry_proxy::upstream::SendError::connect(
+            addr,
+            std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+        ))
+    });
+    let stack = Stack::traced(yaml, refused, sink.clone());
+    // Too large: the caller's fault, 413; not a failure `always_errors` keeps.
+    let answer = stack
+        .h1("main", request("POST", "/x", &[], "0123456789"))
+        .await;
+    assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(sink.settled().await.is_empty());
+    // Refused: 503, kept, with the status and a meaningful error type.
+    let answer = stack.h1("main", request("GET", "/x", &[], "")).await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+    let spans = sink.at_least(2).await;
+    let server = one(&spans, SpanKind::Server);
+    assert_eq!(
+        attr(server, "http.response.status_code").as_deref(),
+        Some("503")
+    );
+    assert_eq!(attr(server, "error.type").as_deref(), Some("unavailable"));
+    assert!(matches!(server.status, Status::Error { .. }));
+}
