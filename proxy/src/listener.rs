@@ -38,6 +38,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_config::ListenerLimits;
 use ferry_filters::connection::Connection;
 use ferry_filters::failure;
 use futures_util::future::Either;
@@ -52,8 +53,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tower::Service;
-
-use ferry_config::ListenerLimits;
 
 use crate::body::{BoxError, ProxyBody};
 use crate::failure::{CLASSIFIERS, Failure};
@@ -146,7 +145,7 @@ async fn accept_loop(
                     let tls = entry.and_then(|l| l.tls.clone());
                     match cap.try_acquire(limit) {
                         Some(permit) => {
-                            serve_tcp(&name, stream, peer, &shared, tls, (draining.clone(), permit));
+                            serve_tcp(&name, stream, peer, &shared, tls, draining.clone(), permit);
                         }
                         None => refuse(&name, stream, &shared, &mut cap),
                     }
@@ -199,7 +198,8 @@ fn serve_tcp(
     peer: SocketAddr,
     shared: &Arc<Shared>,
     tls: Option<Arc<Terminator>>,
-    (draining, permit): (watch::Receiver<bool>, ConnPermit),
+    draining: watch::Receiver<bool>,
+    permit: ConnPermit,
 ) {
     let _ = stream.set_nodelay(true);
     let conn = Connection::plaintext(name.clone(), peer);
