@@ -128,7 +128,10 @@ fn full_yaml_becomes_the_expected_ir() {
         Some(Duration::from_secs(10))
     );
     assert_eq!(inbound.limits.max_connections, NonZeroU32::new(2048));
-    assert_eq!(inbound.limits.h2_max_concurrent_streams, NonZeroU32::new(256));
+    assert_eq!(
+        inbound.limits.h2_max_concurrent_streams,
+        NonZeroU32::new(256)
+    );
     // Defaults: 5m idle, 10s request head, 4096 connections, 1024 h2 streams, 30s stall.
     let outbound = &config.listeners[1];
     assert_eq!(outbound.limits.idle_timeout, Some(Duration::from_secs(300)));

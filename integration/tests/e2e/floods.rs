@@ -1,7 +1,8 @@
 //! HTTP/2 control-frame floods from a client that never reads: h2 answers one PING or SETTINGS
 //! at a time and stops reading while the answer cannot be written, so the flood only fills the
 //! socket buffers; `limits.stalled_write_timeout` then closes the connection. A normal client
-//! on another connection is served throughout.
+//! on another connection is served throughout. Also: `limits.h2_max_concurrent_streams` is what
+//! the server advertises in its SETTINGS.
 
 use std::time::Duration;
 
@@ -83,5 +84,49 @@ async fn control_frame_flood_from_a_peer_that_never_reads_is_disconnected() -> a
     // And still serving.
     let reply = HttpClient::h2c().get(addr, "/after").await?;
     assert_eq!(reply.status, 200);
+    Ok(())
+}
+
+/// The server's first SETTINGS frame on a fresh h2c connection, as (identifier, value) pairs.
+async fn server_settings(addr: std::net::SocketAddr) -> anyhow::Result<Vec<(u16, u32)>> {
+    use tokio::io::AsyncReadExt;
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.write_all(H2_PREFACE).await?;
+    let mut head = [0u8; 9];
+    tokio::time::timeout(PATIENCE, stream.read_exact(&mut head)).await??;
+    anyhow::ensure!(head[3] == 0x4, "first frame is not SETTINGS: {head:?}");
+    let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).await?;
+    Ok(payload
+        .chunks_exact(6)
+        .map(|p| {
+            (
+                u16::from_be_bytes([p[0], p[1]]),
+                u32::from_be_bytes([p[2], p[3], p[4], p[5]]),
+            )
+        })
+        .collect())
+}
+
+#[tokio::test]
+async fn h2_max_concurrent_streams_is_advertised() -> anyhow::Result<()> {
+    const MAX_CONCURRENT_STREAMS: u16 = 0x3;
+    let echo = Echo::start("up").await?;
+    let by_default = start(&one_upstream(echo.addr())).await?;
+    let settings = server_settings(by_default.listener(LISTENER)?).await?;
+    assert!(
+        settings.contains(&(MAX_CONCURRENT_STREAMS, 1024)),
+        "{settings:?}"
+    );
+
+    let mut cfg = one_upstream(echo.addr());
+    cfg["listeners"][0]["limits"] = json!({ "h2_max_concurrent_streams": 8 });
+    let configured = start(&cfg).await?;
+    let settings = server_settings(configured.listener(LISTENER)?).await?;
+    assert!(
+        settings.contains(&(MAX_CONCURRENT_STREAMS, 8)),
+        "{settings:?}"
+    );
     Ok(())
 }
