@@ -20,6 +20,18 @@ pub const MAX_REQUEST_HEADERS_BYTES: u32 = 64 * 1024;
 pub const MODEL_SNIFF_BYTES: u32 = 16 * 1024;
 /// `listeners[].limits.idle_timeout`.
 pub const LISTENER_IDLE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// `listeners[].limits.request_headers_timeout`: as HAProxy's usual `timeout http-request`;
+/// long enough for any client on a pod network, short enough that slow-header clients cannot
+/// pile up.
+pub const REQUEST_HEADERS_TIMEOUT: Duration = Duration::from_secs(10);
+/// `listeners[].limits.max_connections`: far above what one model server behind its sidecar
+/// sees, while 4096 connections at ~20 KiB each (hyper's buffers, TLS state) stay under
+/// 100 MiB and well inside a container's usual open-file limit.
+pub const MAX_CONNECTIONS: u32 = 4096;
+/// `listeners[].limits.h2_max_concurrent_streams`.
+pub const H2_MAX_CONCURRENT_STREAMS: u32 = 1024;
+/// `listeners[].limits.stalled_write_timeout`.
+pub const STALLED_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// `routes[].timeout`.
 pub const ROUTE_TIMEOUT: Duration = Duration::from_secs(15);
 /// `routes[].direct_response.content_type`.

@@ -5,6 +5,7 @@
 //! (`to: a` vs `to: [{cluster: a, weight: 1}]`, omitted defaults) get the same version, and the
 //! output is itself a valid config file.
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -105,6 +106,22 @@ fn listener(l: &Listener) -> Value {
     limits.insert(
         "request_headers_timeout".into(),
         format_duration(l.limits.request_headers_timeout.unwrap_or_default()).into(),
+    );
+    // 0 = unlimited, as in the file.
+    limits.insert(
+        "max_connections".into(),
+        l.limits.max_connections.map_or(0, NonZeroU32::get).into(),
+    );
+    limits.insert(
+        "h2_max_concurrent_streams".into(),
+        l.limits
+            .h2_max_concurrent_streams
+            .map_or(0, NonZeroU32::get)
+            .into(),
+    );
+    limits.insert(
+        "stalled_write_timeout".into(),
+        format_duration(l.limits.stalled_write_timeout.unwrap_or_default()).into(),
     );
     let mut out = Map::new();
     out.insert("name".into(), l.name.clone().into());

@@ -7,6 +7,7 @@
 //! settings, clusters and tensor checks each have their own module.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,10 +114,20 @@ pub struct ListenerLimits {
     /// GOAWAY first). Open streams count as in flight. `None` = never. Default 5m; `0s` in
     /// the file = never.
     pub idle_timeout: Option<Duration>,
-    /// Longest wait for an HTTP/1.1 request head; the clock starts whenever the connection is
-    /// ready for its next request, so it also bounds keep-alive idleness. `None` = no limit
-    /// (the default; `0s` in the file).
+    /// Longest wait for a request head. HTTP/1.1: the clock starts whenever the connection is
+    /// ready for its next request, so it also bounds keep-alive idleness. Either protocol: a
+    /// connection with no complete request head this long after accept is closed. `None` = no
+    /// limit (`0s` in the file). Default 10s.
     pub request_headers_timeout: Option<Duration>,
+    /// Most downstream connections open at once; one more is accepted and closed at once.
+    /// `None` = unlimited (`0` in the file). Default 4096.
+    pub max_connections: Option<NonZeroU32>,
+    /// HTTP/2 `MAX_CONCURRENT_STREAMS` advertised to downstream clients. `None` = unlimited
+    /// (`0` in the file). Default 1024.
+    pub h2_max_concurrent_streams: Option<NonZeroU32>,
+    /// A connection whose peer accepts none of the pending bytes for this long is closed.
+    /// `None` = never (`0s` in the file). Default 30s.
+    pub stalled_write_timeout: Option<Duration>,
 }
 
 /// A field's place in a config file, so problems found later (e.g. in a file it names) are

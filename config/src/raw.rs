@@ -121,7 +121,19 @@ pub struct ListenerLimitsSpec {
     /// Close a downstream connection with no request or stream in flight for this long
     /// (HTTP/2: GOAWAY first). Default `5m`; `0s` = never.
     pub idle_timeout: Option<DurationText>,
-    /// Longest wait for an HTTP/1.1 request head, counted from when the connection is ready for
-    /// the next request (so it also bounds keep-alive idleness). Default `0s` = no limit.
+    /// Longest wait for a request head: HTTP/1.1 counts from when the connection is ready for
+    /// the next request (so it also bounds keep-alive idleness); a new connection of either
+    /// protocol that has sent no complete request head by then is closed. Default `10s`;
+    /// `0s` = no limit.
     pub request_headers_timeout: Option<DurationText>,
+    /// Most downstream connections open at once on this listener; one more is accepted and
+    /// closed at once. Default 4096; `0` = unlimited.
+    pub max_connections: Option<u32>,
+    /// Most concurrent HTTP/2 streams a downstream connection may open (SETTINGS
+    /// `MAX_CONCURRENT_STREAMS`). Default 1024; `0` = unlimited.
+    pub h2_max_concurrent_streams: Option<u32>,
+    /// Close a downstream connection whose peer has accepted none of the bytes waiting to be
+    /// sent to it for this long (a peer that never reads: slow-read attacks, HTTP/2 PING or
+    /// SETTINGS floods). Default `30s`; `0s` = never.
+    pub stalled_write_timeout: Option<DurationText>,
 }

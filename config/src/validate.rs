@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use crate::defaults;
@@ -292,7 +293,21 @@ fn listener_limits(ctx: &mut Ctx<'_>, path: &str, l: &RawListener) -> ListenerLi
         request_headers_timeout: Some(ctx.duration_or(
             &format!("{path}.limits.request_headers_timeout"),
             limits.request_headers_timeout.as_ref(),
-            Duration::ZERO,
+            defaults::REQUEST_HEADERS_TIMEOUT,
+        ))
+        .filter(|d| !d.is_zero()),
+        max_connections: NonZeroU32::new(
+            limits.max_connections.unwrap_or(defaults::MAX_CONNECTIONS),
+        ),
+        h2_max_concurrent_streams: NonZeroU32::new(
+            limits
+                .h2_max_concurrent_streams
+                .unwrap_or(defaults::H2_MAX_CONCURRENT_STREAMS),
+        ),
+        stalled_write_timeout: Some(ctx.duration_or(
+            &format!("{path}.limits.stalled_write_timeout"),
+            limits.stalled_write_timeout.as_ref(),
+            defaults::STALLED_WRITE_TIMEOUT,
         ))
         .filter(|d| !d.is_zero()),
     }

@@ -377,6 +377,18 @@ fn wrong_types_and_values() {
         "routes.yaml:5:34: listeners[0].limits.model_sniff_bytes: invalid value: integer -1 (expected an integer from 0 to 4294967295)"
     );
     assert_eq!(
+        one_error(
+            "apiVersion: ferry/v1\nlisteners:\n  - name: a\n    address: 127.0.0.1:1\n    limits: { max_connections: -1 }\n"
+        ),
+        "routes.yaml:5:32: listeners[0].limits.max_connections: invalid value: integer -1 (expected an integer from 0 to 4294967295)"
+    );
+    assert_eq!(
+        one_error(
+            "apiVersion: ferry/v1\nlisteners:\n  - name: a\n    address: 127.0.0.1:1\n    limits: { stalled_write_timeout: 5 sec }\n"
+        ),
+        r#"routes.yaml:5:38: listeners[0].limits.stalled_write_timeout: invalid duration "5 sec" (expected e.g. "500ms", "2s", "5m")"#
+    );
+    assert_eq!(
         one_error("apiVersion: ferry/v1\nlisteners:\n  - address: 127.0.0.1:1\n"),
         r#"routes.yaml:3:5: listeners[0].name: missing field "name" (expected it to be set)"#
     );

@@ -8,6 +8,7 @@
 )]
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -126,10 +127,27 @@ fn full_yaml_becomes_the_expected_ir() {
         inbound.limits.request_headers_timeout,
         Some(Duration::from_secs(10))
     );
-    // Defaults: 5m idle, no request-head limit.
+    assert_eq!(inbound.limits.max_connections, NonZeroU32::new(2048));
+    assert_eq!(
+        inbound.limits.h2_max_concurrent_streams,
+        NonZeroU32::new(256)
+    );
+    // Defaults: 5m idle, 10s request head, 4096 connections, 1024 h2 streams, 30s stall.
     let outbound = &config.listeners[1];
     assert_eq!(outbound.limits.idle_timeout, Some(Duration::from_secs(300)));
-    assert_eq!(outbound.limits.request_headers_timeout, None);
+    assert_eq!(
+        outbound.limits.request_headers_timeout,
+        Some(Duration::from_secs(10))
+    );
+    assert_eq!(outbound.limits.max_connections, NonZeroU32::new(4096));
+    assert_eq!(
+        outbound.limits.h2_max_concurrent_streams,
+        NonZeroU32::new(1024)
+    );
+    assert_eq!(
+        outbound.limits.stalled_write_timeout,
+        Some(Duration::from_secs(30))
+    );
 
     let resnet = &inbound.routes[0];
     let Action::Forward(split) = &resnet.action else {
@@ -254,4 +272,49 @@ clusters:
         err,
         r#"w.yaml:10:37: listeners[0].routes[0].to[0].weight: invalid type: string "1.5" (expected an integer)"#
     );
+}
+
+/// Every listener gets the slow-client and flood defaults, `/config_dump` spells them out, and a
+/// config can switch each one off (`0` / `0s`), which the dump shows as `0` / `0s` again.
+#[test]
+fn listener_safety_limits_default_on_show_in_the_dump_and_switch_off() {
+    let on = ferry_config::parse(
+        "on.yaml",
+        "apiVersion: ferry/v1\nlisteners:\n  - { name: a, address: 127.0.0.1:1 }\n",
+    )
+    .unwrap();
+    let limits = &on.effective_json["listeners"][0]["limits"];
+    assert_eq!(limits["request_headers_timeout"], "10s");
+    assert_eq!(limits["idle_timeout"], "5m");
+    assert_eq!(limits["max_connections"], 4096);
+    assert_eq!(limits["h2_max_concurrent_streams"], 1024);
+    assert_eq!(limits["stalled_write_timeout"], "30s");
+
+    let off = ferry_config::parse(
+        "off.yaml",
+        "apiVersion: ferry/v1\nlisteners:\n  - name: a\n    address: 127.0.0.1:1\n    limits:\n      request_headers_timeout: 0s\n      idle_timeout: 0s\n      max_connections: 0\n      h2_max_concurrent_streams: 0\n      stalled_write_timeout: 0s\n",
+    )
+    .unwrap();
+    let l = &off.listeners[0].limits;
+    assert_eq!(l.request_headers_timeout, None);
+    assert_eq!(l.idle_timeout, None);
+    assert_eq!(l.max_connections, None);
+    assert_eq!(l.h2_max_concurrent_streams, None);
+    assert_eq!(l.stalled_write_timeout, None);
+    let limits = &off.effective_json["listeners"][0]["limits"];
+    assert_eq!(limits["max_connections"], 0);
+    assert_eq!(limits["h2_max_concurrent_streams"], 0);
+    assert_eq!(limits["stalled_write_timeout"], "0s");
+    assert_round_trips(&off);
+
+    let set = ferry_config::parse(
+        "set.yaml",
+        "apiVersion: ferry/v1\nlisteners:\n  - name: a\n    address: 127.0.0.1:1\n    limits: { max_connections: 2, h2_max_concurrent_streams: 8, stalled_write_timeout: 2s }\n",
+    )
+    .unwrap();
+    let l = &set.listeners[0].limits;
+    assert_eq!(l.max_connections, NonZeroU32::new(2));
+    assert_eq!(l.h2_max_concurrent_streams, NonZeroU32::new(8));
+    assert_eq!(l.stalled_write_timeout, Some(Duration::from_secs(2)));
+    assert_round_trips(&set);
 }

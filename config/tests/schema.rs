@@ -398,3 +398,19 @@ tracing:
         "effective config keys not in schema: {unknown:?}"
     );
 }
+
+#[test]
+fn listener_limits_are_in_the_schema() {
+    let schema = ferry_config::json_schema();
+    let limits = &schema["$defs"]["ListenerLimits"]["properties"];
+    for field in [
+        "request_headers_timeout",
+        "idle_timeout",
+        "max_connections",
+        "h2_max_concurrent_streams",
+        "stalled_write_timeout",
+    ] {
+        assert!(limits[field].is_object(), "ListenerLimits lacks {field}");
+    }
+    assert_eq!(limits["max_connections"]["minimum"], 0);
+}

@@ -7,23 +7,38 @@
 //! connection to finish (HTTP/1.1: `connection: close` after the current response; HTTP/2:
 //! GOAWAY) and waits for them up to a deadline. A reload that leaves a listener unchanged
 //! never touches it, so its connections and streams are unaffected.
+//!
+//! Against slow and flooding clients every listener has, by default: a connection cap
+//! ([`cap`]), a request-head timeout (hyper's for HTTP/1.1, [`Activity::no_request_within`]
+//! for a new connection of either protocol), the idle timeout ([`idle`]), a stalled-write
+//! timeout for peers that never read ([`stall`]), and h2's own bounds (concurrent streams,
+//! reset streams, header list size). docs/security.md lists them.
 
+mod cap;
+mod close;
 mod framing;
 mod idle;
+mod stall;
 mod tracked;
 
+pub use self::cap::{ConnPermit, ConnectionCap};
 pub use self::framing::{FramingGuard, Verdicts};
 pub use self::idle::{ActiveGuard, Activity};
+pub use self::stall::{Stall, StallGuard};
 pub use self::tracked::track;
+
+use self::close::Watch;
 
 use ferry_filters::body_limit::MalformedBody;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_config::ListenerLimits;
 use ferry_filters::connection::Connection;
 use ferry_filters::failure;
 use futures_util::future::Either;
@@ -45,10 +60,20 @@ use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
 use crate::metrics::{ListenerLabels, Name};
 use crate::request_body::AmbiguousFraming;
 use crate::shared::Shared;
-use crate::tls::Accepted;
+use crate::tls::{Accepted, Terminator};
 
 /// hyper refuses HTTP/1 read buffers smaller than this.
 const MIN_H1_BUF: usize = 8192;
+/// `h2_max_concurrent_streams` of a listener not in the table.
+const H2_MAX_CONCURRENT_STREAMS: u32 = 1024;
+/// Streams a client may open and reset before ferry accepts them; h2's default (20) made
+/// explicit. Over it: GOAWAY ENHANCE_YOUR_CALM.
+const H2_MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 20;
+/// Streams ferry may reset for a client's protocol errors over a connection's life; hyper's
+/// default (1024) made explicit. Over it: GOAWAY ENHANCE_YOUR_CALM.
+const H2_MAX_LOCAL_ERROR_RESET_STREAMS: usize = 1024;
+/// Response bytes h2 buffers per stream beyond the client's window; hyper's default (400 KiB).
+const H2_MAX_SEND_BUF_SIZE: usize = 400 * 1024;
 
 /// A running listener.
 #[derive(Debug)]
@@ -109,11 +134,22 @@ async fn accept_loop(
     // Every connection task holds a receiver: `true` asks it to close gracefully, and
     // `closed()` resolves once the last one has finished.
     let (drain, draining) = watch::channel(false);
+    let mut cap = ConnectionCap::default();
     let deadline = loop {
         tokio::select! {
             deadline = &mut stopped => break deadline.unwrap_or(Duration::ZERO),
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => serve_tcp(&name, stream, peer, &shared, draining.clone()),
+                Ok((stream, peer)) => {
+                    let entry = shared.table.load().listeners.get(&*name).cloned();
+                    let limit = entry.as_ref().and_then(|l| l.limits.max_connections);
+                    let tls = entry.and_then(|l| l.tls.clone());
+                    match cap.try_acquire(limit) {
+                        Some(permit) => {
+                            serve_tcp(&name, stream, peer, &shared, tls, draining.clone(), permit);
+                        }
+                        None => refuse(&name, stream, &shared, &mut cap),
+                    }
+                }
                 Err(error) => {
                     // Usually EMFILE: back off briefly instead of spinning.
                     tracing::warn!(listener = %name, %error, "accept failed");
@@ -134,32 +170,50 @@ async fn accept_loop(
     }
 }
 
+/// The listener is full: close the connection at once (no bytes written) and count it.
+fn refuse(name: &Arc<str>, stream: TcpStream, shared: &Shared, cap: &mut ConnectionCap) {
+    drop(stream);
+    let labels = ListenerLabels {
+        listener: Name(name.clone()),
+    };
+    shared
+        .metrics
+        .connections_refused
+        .get_or_create(&labels)
+        .inc();
+    if let Some(refused) = cap.refused(tokio::time::Instant::now()) {
+        tracing::warn!(
+            listener = %name,
+            refused,
+            "listener at max_connections: refusing new connections"
+        );
+    }
+}
+
+/// Serves one accepted TCP connection (after its TLS handshake, if the listener has TLS) on
+/// its own task, which holds the connection's permit until it is done.
 fn serve_tcp(
     name: &Arc<str>,
     stream: TcpStream,
     peer: SocketAddr,
     shared: &Arc<Shared>,
+    tls: Option<Arc<Terminator>>,
     draining: watch::Receiver<bool>,
+    permit: ConnPermit,
 ) {
     let _ = stream.set_nodelay(true);
     let conn = Connection::plaintext(name.clone(), peer);
-    let tls = shared
-        .table
-        .load()
-        .listeners
-        .get(&**name)
-        .and_then(|l| l.tls.clone());
     let Some(tls) = tls else {
-        tokio::spawn(serve_connection(
-            stream,
-            Arc::new(conn),
-            shared.clone(),
-            Some(draining),
-        ));
+        let serve = serve_connection(stream, Arc::new(conn), shared.clone(), Some(draining));
+        tokio::spawn(async move {
+            serve.await;
+            drop(permit);
+        });
         return;
     };
     let shared = shared.clone();
     tokio::spawn(async move {
+        let _permit = permit;
         // A refused handshake drops the stream (closing it); nothing else is touched.
         match tls.accept(stream, conn, &shared.metrics).await {
             Ok(Accepted::Tls(stream, conn)) => {
@@ -175,9 +229,11 @@ fn serve_tcp(
 }
 
 /// Serves HTTP/1.1 and HTTP/2 on one accepted connection of any transport (TCP, TLS, an
-/// in-memory pipe) until it closes, `draining` turns true, or it stays idle past the
-/// listener's `idle_timeout`. Every request goes through the listener's stack from the table
-/// current when it arrives, with `conn` in its extensions.
+/// in-memory pipe) until it closes, `draining` turns true, or one of the listener's limits
+/// closes it: `idle_timeout` (graceful), `request_headers_timeout` with no request head yet, or
+/// `stalled_write_timeout` (both closed at once: the peer is not talking or not reading). Every
+/// request goes through the listener's stack from the table current when it arrives, with
+/// `conn` in its extensions.
 pub async fn serve_connection<IO>(
     io: IO,
     conn: Arc<Connection>,
@@ -192,19 +248,13 @@ pub async fn serve_connection<IO>(
         .listeners
         .get(&*conn.listener)
         .map(|l| l.limits.clone());
-    let header_limit = limits
-        .as_ref()
-        .map_or(64 * 1024, |l| l.max_request_headers_bytes);
-    let idle_timeout = limits.as_ref().and_then(|l| l.idle_timeout);
-    let builder = http_builder(
-        header_limit,
-        limits.as_ref().and_then(|l| l.request_headers_timeout),
-    );
+    let builder = http_builder(limits.as_ref());
     let verdicts = Arc::new(Verdicts::new());
     let labels = ListenerLabels {
         listener: Name(conn.listener.clone()),
     };
     let activity = Activity::new();
+    let stall = Stall::new();
     let peer = conn.peer;
     let service = ConnService {
         conn,
@@ -217,9 +267,10 @@ pub async fn serve_connection<IO>(
             .clone(),
         activity: activity.clone(),
     };
+    let io = FramingGuard::new(StallGuard::new(io, stall.clone()), verdicts);
     let conn = builder
         .serve_connection_with_upgrades(
-            TokioIo::new(FramingGuard::new(io, verdicts)),
+            TokioIo::new(io),
             hyper::service::service_fn(move |req| service.call(req)),
         )
         .into_owned();
@@ -228,69 +279,48 @@ pub async fn serve_connection<IO>(
         .active_connections
         .get_or_create(&labels)
         .clone();
-    let idle_closes = shared.metrics.idle_closes.get_or_create(&labels).clone();
     gauge.inc();
-    let mut conn = std::pin::pin!(conn);
-    let idle = async {
-        match idle_timeout {
-            Some(timeout) => activity.idle_for(timeout).await,
-            None => std::future::pending().await,
-        }
+    let watch = Watch {
+        limits,
+        activity,
+        stall,
+        draining,
+        shared: &shared,
+        labels: &labels,
     };
-    // The receiver lives until the connection is done: the listener's drain waits for every
-    // receiver to be dropped.
-    let mut draining = draining;
-    let drain = async {
-        match draining.as_mut() {
-            Some(d) => drop(d.wait_for(|d| *d).await),
-            None => std::future::pending().await,
-        }
-    };
-    let ended = tokio::select! {
-        // The connection is what wakes this task almost every time: poll it first rather
-        // than in random order (which also costs a random number per wake-up).
-        biased;
-        ended = conn.as_mut() => Some(ended),
-        () = drain => None,
-        () = idle => {
-            idle_closes.inc();
-            tracing::debug!(%peer, "closing idle connection");
-            None
-        }
-    };
-    let ended = match ended {
-        Some(ended) => ended,
-        None => {
-            // HTTP/1.1: close after the current response; HTTP/2: GOAWAY, then close once
-            // the open streams are done.
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(error) = ended {
+    let ended = watch.run(conn, |c| c.graceful_shutdown(), peer).await;
+    if let Some(Err(error)) = ended {
         tracing::debug!(%peer, %error, "connection ended with an error");
     }
     gauge.dec();
-    drop(draining);
 }
 
-fn http_builder(
-    header_limit: u32,
-    header_timeout: Option<Duration>,
-) -> auto::Builder<TokioExecutor> {
+/// hyper's HTTP/1.1 and HTTP/2 settings from the listener's limits (hyper's defaults where the
+/// listener is unknown, e.g. removed by a reload in the meantime).
+fn http_builder(limits: Option<&ListenerLimits>) -> auto::Builder<TokioExecutor> {
+    let header_limit = limits.map_or(64 * 1024, |l| l.max_request_headers_bytes);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // hyper starts this clock whenever an HTTP/1.1 connection waits for a request head, so
     // it also bounds keep-alive idleness; `None` switches off hyper's own 30 s default.
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
+        .header_read_timeout(limits.and_then(|l| l.request_headers_timeout))
         .max_buf_size((header_limit as usize).max(MIN_H1_BUF));
     builder
         .http2()
         .timer(TokioTimer::new())
         .max_header_list_size(header_limit)
-        .max_concurrent_streams(1024)
+        .max_concurrent_streams(limits.map_or(Some(H2_MAX_CONCURRENT_STREAMS), |l| {
+            l.h2_max_concurrent_streams.map(NonZeroU32::get)
+        }))
+        // Flood bounds, set explicitly rather than inherited: streams the client reset before
+        // the stack saw them (rapid reset, CVE-2023-44487) and streams ferry had to reset
+        // for the client's protocol errors; over either, GOAWAY ENHANCE_YOUR_CALM.
+        .max_pending_accept_reset_streams(H2_MAX_PENDING_ACCEPT_RESET_STREAMS)
+        .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESET_STREAMS)
+        // Response bytes buffered per stream beyond what the client's window takes.
+        .max_send_buf_size(H2_MAX_SEND_BUF_SIZE)
         // Fixed, generous windows instead of BDP probing: on loopback and pod networks the
         // probe pings cost more CPU than they win, and tensor-sized bodies need > 64 KiB.
         .initial_stream_window_size(H2_STREAM_WINDOW)

@@ -307,6 +307,14 @@ pub struct Metrics {
     pub active_requests: Family<ListenerLabels, Gauge>,
     /// `ferry_downstream_idle_closes_total`: connections closed by `idle_timeout`.
     pub idle_closes: Family<ListenerLabels, Counter>,
+    /// `ferry_downstream_header_timeout_closes_total`: connections closed by
+    /// `request_headers_timeout`.
+    pub header_timeout_closes: Family<ListenerLabels, Counter>,
+    /// `ferry_downstream_stalled_closes_total`: connections closed by `stalled_write_timeout`.
+    pub stalled_closes: Family<ListenerLabels, Counter>,
+    /// `ferry_listener_connections_refused_total`: connections closed on accept because the
+    /// listener already had `max_connections` open.
+    pub connections_refused: Family<ListenerLabels, Counter>,
     /// `ferry_config_reloads_total` (successful).
     pub reloads: Counter,
     /// `ferry_config_reload_failures_total`.
@@ -360,6 +368,9 @@ impl Metrics {
             active_connections: Family::default(),
             active_requests: Family::default(),
             idle_closes: Family::default(),
+            header_timeout_closes: Family::default(),
+            stalled_closes: Family::default(),
+            connections_refused: Family::default(),
             reloads: Counter::default(),
             reload_failures: Counter::default(),
             authz_denied: Family::default(),
@@ -431,6 +442,21 @@ impl Metrics {
             "ferry_downstream_idle_closes",
             "Downstream connections closed after idle_timeout without a request in flight",
             m.idle_closes.clone(),
+        );
+        registry.register(
+            "ferry_downstream_header_timeout_closes",
+            "Downstream connections closed after request_headers_timeout without a complete request head",
+            m.header_timeout_closes.clone(),
+        );
+        registry.register(
+            "ferry_downstream_stalled_closes",
+            "Downstream connections closed after their peer read nothing for stalled_write_timeout",
+            m.stalled_closes.clone(),
+        );
+        registry.register(
+            "ferry_listener_connections_refused",
+            "Downstream connections closed on accept because the listener had max_connections open",
+            m.connections_refused.clone(),
         );
         registry.register(
             "ferry_config_reloads",

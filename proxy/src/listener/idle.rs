@@ -8,7 +8,7 @@
 //! two atomics per connection; the timer task wakes once per timeout period at most.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -20,6 +20,8 @@ pub struct Activity {
     active: AtomicU32,
     /// When the last request finished, in milliseconds since `epoch`.
     last_done_ms: AtomicU64,
+    /// Whether any request head has arrived.
+    seen: AtomicBool,
     epoch: Instant,
 }
 
@@ -37,6 +39,7 @@ impl Activity {
         Arc::new(Activity {
             active: AtomicU32::new(0),
             last_done_ms: AtomicU64::new(0),
+            seen: AtomicBool::new(false),
             epoch: Instant::now(),
         })
     }
@@ -44,6 +47,7 @@ impl Activity {
     /// Marks a request active until the returned guard is dropped.
     pub fn begin(self: &Arc<Self>) -> ActiveGuard {
         self.active.fetch_add(1, Ordering::AcqRel);
+        self.seen.store(true, Ordering::Release);
         ActiveGuard {
             activity: self.clone(),
         }
@@ -56,6 +60,16 @@ impl Activity {
 
     fn elapsed_ms(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Resolves if no request head has arrived `timeout` after the connection was accepted;
+    /// never resolves once one has. Covers what hyper's HTTP/1.1 header timeout does not: a
+    /// connection that stays silent or sends only part of the HTTP/2 preface or first HEADERS.
+    pub async fn no_request_within(&self, timeout: Duration) {
+        tokio::time::sleep_until(self.epoch + timeout).await;
+        if self.seen.load(Ordering::Acquire) {
+            std::future::pending::<()>().await;
+        }
     }
 
     /// Resolves once the connection has had no active request for `timeout`.
@@ -152,5 +166,23 @@ mod tests {
         watcher.await.unwrap();
         assert!(last.elapsed() >= PERIOD * 10);
         assert_eq!(activity.active(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_connection_without_a_request_is_reported_after_the_timeout() {
+        let silent = Activity::new();
+        let started = Instant::now();
+        silent.no_request_within(PERIOD).await;
+        assert!(started.elapsed() >= PERIOD);
+
+        let served = Activity::new();
+        drop(served.begin());
+        let watcher = tokio::spawn(async move { served.no_request_within(PERIOD).await });
+        tokio::time::sleep(PERIOD * 3).await;
+        assert!(
+            !watcher.is_finished(),
+            "reported a connection that sent a request"
+        );
+        watcher.abort();
     }
 }
