@@ -6,11 +6,15 @@
 #
 #   bench/scripts/callgrind-per-request.sh FERRY [FERRY_BENCH]   # prints "<ferry> <instr/request>"
 #   CONFIG=bench/configs/ferry-limits.yaml LIMIT=local bench/scripts/callgrind-per-request.sh FERRY
+#   CONFIG=bench/configs/ferry-tracing.yaml RATIO=0.01 bench/scripts/callgrind-per-request.sh FERRY
 #
 # FERRY_BENCH (default: ferry-bench beside FERRY) provides the upstream. CONFIG is another
 # template with the same placeholders; for ferry-limits.yaml, LIMIT=local keeps the lines
 # marked `# limit local` and drops the other marked lines (as ferry-bench does), LIMIT unset
-# drops them all. Every request carries `x-tenant: bench`. Needs valgrind, curl and python3.
+# drops them all. For ferry-tracing.yaml, RATIO=R keeps the lines marked `# tracing` with
+# sampling ratio R and exports to `ferry-bench otlp-sink` (its span counts are printed on
+# stderr), RATIO unset drops them. Every request carries `x-tenant: bench`. Needs valgrind,
+# curl and python3.
 set -euo pipefail
 ferry="$1"
 bench="${2:-$(dirname "$ferry")/ferry-bench}"
@@ -22,12 +26,21 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 sleep 100000 | "$bench" upstream --listen 127.0.0.1:0 > "$work/upstream" &
 for _ in $(seq 50); do grep -q listening "$work/upstream" 2>/dev/null && break; sleep 0.1; done
 up="$(awk '/listening/ {print $2}' "$work/upstream")"
+otlp=0
+if [ -n "${RATIO:-}" ]; then
+    sleep 100000 | "$bench" otlp-sink --listen 127.0.0.1:0 > "$work/otlp" &
+    for _ in $(seq 50); do grep -q listening "$work/otlp" 2>/dev/null && break; sleep 0.1; done
+    otlp="$(awk '/listening/ {print $2}' "$work/otlp")"
+    otlp="${otlp##*:}"
+fi
 
 count() {
     local n="$1" admin h1
     admin="$(free_port)"; h1="$(free_port)"
     sed -e "s/@ADMIN_PORT@/$admin/; s/@H1_PORT@/$h1/; s/@UP_PORT@/${up##*:}/; /@ROUTES@/d" \
         -e "${LIMIT:+s/ # limit $LIMIT\$//}" -e '/ # limit [a-z]*$/d' \
+        -e "${RATIO:+s/ # tracing\$//}" -e '/ # tracing$/d' \
+        -e "s/@OTLP_PORT@/$otlp/; s/@RATIO@/${RATIO:-0}/" \
         "${CONFIG:-$root/bench/configs/ferry.yaml}" > "$work/ferry.yaml"
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.$n" \
         "$ferry" run --config "$work/ferry.yaml" --worker-threads 1 2> "$work/valgrind.$n.log" &
@@ -50,5 +63,6 @@ PY
 small="$(count 200)"
 large="$(count 1200)"
 echo "$ferry $(( (large - small) / 1000 ))"
+if [ -n "${RATIO:-}" ]; then echo "otlp sink: $(curl -s "http://127.0.0.1:$otlp/spans")" >&2; fi
 # CG_KEEP=DIR keeps the two profiles (cg.200, cg.1200) for callgrind_annotate.
 if [ -n "${CG_KEEP:-}" ]; then mkdir -p "$CG_KEEP" && cp "$work"/cg.* "$CG_KEEP"/; fi

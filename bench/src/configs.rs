@@ -18,6 +18,8 @@ const HAPROXY_TCP: &str = include_str!("../configs/haproxy-tcp.cfg");
 const FERRY_TRANSLATE: &str = include_str!("../configs/ferry-translate.yaml");
 const ENVOY_TRANSLATE: &str = include_str!("../configs/envoy-translate.yaml");
 const FERRY_LIMITS: &str = include_str!("../configs/ferry-limits.yaml");
+const FERRY_TRACING: &str = include_str!("../configs/ferry-tracing.yaml");
+const ENVOY_TRACING: &str = include_str!("../configs/envoy-tracing.yaml");
 
 /// The FileDescriptorSet of `bench/proto/inference_http.proto` (compiled by build.rs with
 /// protox), which envoy-translate.yaml loads from the work directory.
@@ -49,6 +51,21 @@ pub enum Limit {
     Global {
         /// The redis-server's loopback port.
         redis_port: u16,
+    },
+}
+
+/// Whether and how the `tracing` scenario's proxy traces (`configs/{ferry,envoy}-tracing.yaml`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tracing {
+    /// No tracing block (ferry) or tracer (Envoy): the baseline.
+    None,
+    /// Tracing on, a `ratio` (0..=1) of new traces sampled, exported over OTLP/gRPC to the
+    /// sink on this loopback port.
+    Sampled {
+        /// Share of new traces recorded.
+        ratio: f64,
+        /// The OTLP sink's port.
+        otlp_port: u16,
     },
 }
 
@@ -112,6 +129,43 @@ pub fn render_limits(kind: Kind, ports: Ports, workdir: &Path, limit: Limit) -> 
             out
         });
     Some(fill(&text, ports, workdir).replace("@REDIS_PORT@", &redis_port.to_string()))
+}
+
+/// The `tracing` scenario's config (ferry and Envoy): the template's lines marked `# tracing`
+/// kept (with the ratio and the sink's port) or dropped, so the runs differ in tracing alone.
+pub fn render_tracing(
+    kind: Kind,
+    ports: Ports,
+    workdir: &Path,
+    tracing: Tracing,
+) -> Option<String> {
+    let template = match kind {
+        Kind::Ferry | Kind::FerryBase => FERRY_TRACING,
+        Kind::Envoy => ENVOY_TRACING,
+        _ => return None,
+    };
+    let (on, ratio, otlp_port) = match tracing {
+        Tracing::None => (false, 0.0, 0),
+        Tracing::Sampled { ratio, otlp_port } => (true, ratio, otlp_port),
+    };
+    let text: String = template
+        .lines()
+        .filter_map(|line| match line.strip_suffix(" # tracing") {
+            None => Some(line),
+            Some(kept) => on.then_some(kept),
+        })
+        .fold(String::new(), |mut out, line| {
+            out.push_str(line);
+            out.push('\n');
+            out
+        });
+    Some(
+        fill(&text, ports, workdir)
+            .replace("@OTLP_PORT@", &otlp_port.to_string())
+            .replace("@RATIO@", &ratio.to_string())
+            // Envoy's random_sampling is a percentage.
+            .replace("@SAMPLING_PCT@", &(ratio * 100.0).to_string()),
+    )
 }
 
 fn fill(template: &str, ports: Ports, workdir: &Path) -> String {
@@ -254,6 +308,60 @@ mod tests {
             assert!(!text.contains('@') && !text.contains(" # limit "), "{text}");
         }
         assert!(render_limits(Kind::Envoy, ports, dir, Limit::Off).is_none());
+    }
+
+    #[test]
+    fn tracing_configs_differ_in_the_tracing_block_alone() {
+        let ports = Ports {
+            h1: 1,
+            h2: 1,
+            admin: 3,
+            upstream: 4,
+        };
+        let dir = Path::new("/tmp/x");
+        let sampled = Tracing::Sampled {
+            ratio: 0.01,
+            otlp_port: 4317,
+        };
+        // The settings, without the templates' comments.
+        let settings = |t: String| -> String {
+            t.lines()
+                .filter(|l| !l.trim_start().starts_with('#'))
+                .fold(String::new(), |out, l| out + l + "\n")
+        };
+        let off = settings(render_tracing(Kind::Ferry, ports, dir, Tracing::None).unwrap());
+        let on = settings(render_tracing(Kind::Ferry, ports, dir, sampled).unwrap());
+        assert!(!off.contains("tracing:") && !off.contains("otlp"), "{off}");
+        assert!(on.contains("ratio: 0.01 }") && on.contains("http://127.0.0.1:4317"));
+        let envoy_off = settings(render_tracing(Kind::Envoy, ports, dir, Tracing::None).unwrap());
+        let envoy_on = settings(render_tracing(Kind::Envoy, ports, dir, sampled).unwrap());
+        assert!(!envoy_off.contains("tracing") && !envoy_off.contains("otlp"));
+        assert!(
+            envoy_on.contains("random_sampling: { value: 1 }"),
+            "{envoy_on}"
+        );
+        assert!(envoy_on.contains("port_value: 4317"));
+        for text in [&off, &on, &envoy_off, &envoy_on] {
+            assert!(
+                !text.contains("_PORT@") && !text.contains("@RATIO@"),
+                "{text}"
+            );
+            assert!(!text.contains("@SAMPLING_PCT@") && !text.contains(" # tracing"));
+        }
+        // The runs differ in the marked lines alone.
+        for (template, off, on) in [
+            (FERRY_TRACING, &off, &on),
+            (ENVOY_TRACING, &envoy_off, &envoy_on),
+        ] {
+            let marked = template
+                .lines()
+                .filter(|l| l.ends_with(" # tracing"))
+                .count();
+            assert_eq!(on.lines().count(), off.lines().count() + marked);
+            let mut rest = on.lines();
+            assert!(off.lines().all(|l| rest.any(|o| o == l)), "{off}");
+        }
+        assert!(render_tracing(Kind::Nginx, ports, dir, sampled).is_none());
     }
 
     #[test]

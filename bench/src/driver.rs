@@ -93,6 +93,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         translate: report::translate::verdicts(&aggregates),
         translate_binary: report::translate::binary_verdict(&aggregates),
         mtls: report::mtls::verdicts(&aggregates),
+        tracing: report::tracing::verdicts(&outcome.samples),
         before_after: report::before_after::ratios(&outcome.samples),
         aggregates,
         samples: outcome.samples,

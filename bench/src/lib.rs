@@ -13,6 +13,7 @@ pub mod error;
 pub mod loadgen;
 pub mod machine;
 pub mod mtls;
+pub mod otlp_sink;
 pub mod peers;
 pub mod procfs;
 pub mod redis;

@@ -23,7 +23,8 @@ struct Cli {
     smoke: bool,
     /// Comma-separated scenarios (default: all): cold_start, memory, h1_saturation,
     /// h2_saturation, latency_1k, latency_5k, grpc_unary, grpc_1mib, upload_1mib, sse_first_event, routes,
-    /// translate, mtls_h1, mtls_h2, mtls_handshakes, mtls_memory, limit_local, limit_global.
+    /// translate, mtls_h1, mtls_h2, mtls_handshakes, mtls_memory, limit_local, limit_global,
+    /// tracing.
     #[arg(long, value_delimiter = ',')]
     scenarios: Vec<String>,
     /// Comma-separated targets (default: direct,ferry,envoy,haproxy,nginx,haproxy-tcp,tcp-relay;
@@ -62,6 +63,13 @@ enum Sub {
         #[arg(long)]
         upstream: SocketAddr,
     },
+    /// Run only the OTLP/gRPC trace sink (prints "listening <addr>"; `GET /spans` answers the
+    /// counts as JSON; exits when stdin closes).
+    OtlpSink {
+        /// Address to bind.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+    },
 }
 
 fn main() -> ExitCode {
@@ -69,6 +77,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Sub::Upstream { listen }) => upstream(listen),
         Some(Sub::Relay { listen, upstream }) => relay(listen, upstream),
+        Some(Sub::OtlpSink { listen }) => otlp_sink(listen),
         None => bench(cli),
     };
     match result {
@@ -162,8 +171,26 @@ fn relay(listen: SocketAddr, upstream: SocketAddr) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn upstream(listen: SocketAddr) -> anyhow::Result<ExitCode> {
-    // The parent holds our stdin; EOF means it is gone, so no upstream outlives a bench run.
+fn otlp_sink(listen: SocketAddr) -> anyhow::Result<ExitCode> {
+    exit_when_stdin_closes();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let mut out = std::io::stdout();
+        writeln!(out, "listening {addr}")?;
+        out.flush()?;
+        let counts = std::sync::Arc::new(ferry_bench::otlp_sink::SpanCounts::default());
+        ferry_bench::otlp_sink::serve(listener, counts).await;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The parent holds our stdin; EOF means it is gone, so no helper outlives a bench run.
+fn exit_when_stdin_closes() {
     std::thread::spawn(|| {
         let mut sink = [0u8; 64];
         while let Ok(n) = std::io::stdin().read(&mut sink) {
@@ -173,6 +200,10 @@ fn upstream(listen: SocketAddr) -> anyhow::Result<ExitCode> {
         }
         std::process::exit(0);
     });
+}
+
+fn upstream(listen: SocketAddr) -> anyhow::Result<ExitCode> {
+    exit_when_stdin_closes();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

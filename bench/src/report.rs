@@ -5,6 +5,7 @@
 pub mod before_after;
 mod markdown;
 pub mod mtls;
+pub mod tracing;
 pub mod translate;
 
 use std::collections::BTreeMap;
@@ -94,6 +95,8 @@ pub struct Report {
     pub translate_binary: Option<translate::BinaryVerdict>,
     /// ferry's mutual-TLS costs against its plaintext pair, Envoy and the memory ceiling.
     pub mtls: Vec<mtls::MtlsVerdict>,
+    /// ferry's tracing overhead against its untraced runs and Envoy's tracer.
+    pub tracing: Vec<tracing::TracingVerdict>,
     /// ferry ÷ ferry-base per scenario and metric (empty without `--baseline`).
     pub before_after: Vec<before_after::BeforeAfter>,
     /// Per-target medians and spread.

@@ -57,6 +57,10 @@ pub enum Scenario {
     /// 1,000 req/s through a route with a `scope: global` limit counted in a real
     /// redis-server, and without it; plus the Redis round trip itself (ferry only).
     LimitGlobal,
+    /// HTTP/1.1 keep-alive saturation through one route without tracing, and with tracing on
+    /// at 0, 1 and 100 % sampling, spans exported over OTLP/gRPC to a counting sink (ferry;
+    /// Envoy without and with its OpenTelemetry tracer at 100 %).
+    Tracing,
 }
 
 /// Tensor sizes (FP32 elements) of the `translate` scenario.
@@ -91,7 +95,7 @@ pub fn fp32_activations(n: usize) -> String {
 
 impl Scenario {
     /// Every scenario, in run order.
-    pub const ALL: [Scenario; 18] = [
+    pub const ALL: [Scenario; 19] = [
         Scenario::ColdStart,
         Scenario::Memory,
         Scenario::H1Saturation,
@@ -110,6 +114,7 @@ impl Scenario {
         Scenario::MtlsMemory,
         Scenario::LimitLocal,
         Scenario::LimitGlobal,
+        Scenario::Tracing,
     ];
 
     /// Name used on the command line and in results.
@@ -133,6 +138,7 @@ impl Scenario {
             Scenario::MtlsMemory => "mtls_memory",
             Scenario::LimitLocal => "limit_local",
             Scenario::LimitGlobal => "limit_global",
+            Scenario::Tracing => "tracing",
         }
     }
 
@@ -283,6 +289,7 @@ pub async fn run(plan: &Plan) -> Outcome {
             }
             if target.kind.is_ferry() || target.kind == Kind::Envoy {
                 ctx.mtls_scenarios().await;
+                ctx.tracing_scenario().await;
             }
             if target.kind.is_ferry() {
                 ctx.limit_scenarios().await;

@@ -104,7 +104,7 @@ pub struct Target {
 }
 
 /// Which configuration a target starts with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Setup {
     /// The plain proxy configs with this many generated routes ahead of the defaults.
     Routes(usize),
@@ -112,6 +112,8 @@ pub enum Setup {
     Translate,
     /// One route with or without a rate limit (ferry only, `configs/ferry-limits.yaml`).
     Limits(configs::Limit),
+    /// One route with or without tracing (ferry and Envoy, `configs/*-tracing.yaml`).
+    Tracing(configs::Tracing),
 }
 
 /// A started target.
@@ -219,6 +221,7 @@ impl Target {
                 configs::render_translate(self.kind, ports, workdir)
             }
             Setup::Limits(limit) => configs::render_limits(self.kind, ports, workdir, limit),
+            Setup::Tracing(tracing) => configs::render_tracing(self.kind, ports, workdir, tracing),
         }
         .ok_or_else(|| BenchError::Process(format!("no config for {}", self.kind.name())))?;
         // Envoy picks its parser by extension; the others do not care.

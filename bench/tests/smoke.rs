@@ -78,6 +78,10 @@ fn smoke_mode_runs_every_scenario_against_ferry_and_direct() {
         "limit_local_off",
         "limit_global",
         "limit_global_off",
+        "tracing_none",
+        "tracing_off",
+        "tracing_1pct",
+        "tracing_100pct",
     ] {
         let ferry_values: Vec<f64> = samples
             .iter()
@@ -90,6 +94,18 @@ fn smoke_mode_runs_every_scenario_against_ferry_and_direct() {
             "{scenario}: {ferry_values:?}"
         );
     }
+    // The traced runs really exported: the sink saw spans from the 100 % run, SERVER and
+    // CLIENT alike (≈ 2 per request; a smoke-sized run only has to show it is not zero).
+    let spans_per_request = samples
+        .iter()
+        .find(|s| {
+            s["scenario"] == "tracing_100pct"
+                && s["target"] == "ferry"
+                && s["metric"] == "spans_per_request"
+        })
+        .and_then(|s| s["value"].as_f64())
+        .unwrap();
+    assert!(spans_per_request > 1.0, "{spans_per_request}");
     let direct_rps = samples
         .iter()
         .find(|s| {

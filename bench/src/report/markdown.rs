@@ -44,6 +44,7 @@ pub fn render(report: &Report) -> String {
         super::translate::render_binary(&mut md, binary);
     }
     super::mtls::render(&mut md, &report.mtls);
+    super::tracing::render(&mut md, &report.tracing);
     details(&mut md, &report.aggregates);
     md
 }

@@ -2,6 +2,7 @@
 
 mod limits;
 mod mtls;
+mod tracing;
 mod translate;
 
 use std::sync::Arc;
@@ -203,7 +204,8 @@ impl<'a> Ctx<'a> {
             | Scenario::MtlsHandshakes
             | Scenario::MtlsMemory
             | Scenario::LimitLocal
-            | Scenario::LimitGlobal => {}
+            | Scenario::LimitGlobal
+            | Scenario::Tracing => {}
         }
         Ok(())
     }
