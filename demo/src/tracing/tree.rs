@@ -91,7 +91,9 @@ impl<'a> Walk<'a> {
         let mut rest = format!("{:>9}", duration(span.duration()));
         for (key, label) in SHOWN {
             if let Some(v) = span.attribute(key) {
-                rest.push_str(&format!("  {label}={v}"));
+                // `label: value`, not `label=value`: the demo's access-log lines use the
+                // latter, and tests read those as access records.
+                rest.push_str(&format!("  {label}: {v}"));
             }
         }
         if let Some(e) = &span.error {
@@ -162,7 +164,7 @@ mod tests {
         ];
         let got = lines(&spans);
         let want = [
-            "SERVER   POST r               a    2.00 ms  route=r  status=200",
+            "SERVER   POST r               a    2.00 ms  route: r  status: 200",
             "└─ CLIENT   POST b            a    1.80 ms",
             "   ├─ INTERNAL connect        a      40 µs",
             "   └─ SERVER   POST m         b    1.40 ms",
