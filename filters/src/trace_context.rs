@@ -162,13 +162,11 @@ pub fn inject(
                     &TRACEPARENT,
                     &[b"00-", &t, b"-", &s, b"-0", &[flag]],
                 );
-                match tracestate {
-                    Some(ts) => {
-                        headers.insert(TRACESTATE.clone(), ts.clone());
-                    }
-                    None => {
-                        headers.remove(&TRACESTATE);
-                    }
+                // A `tracestate` without a valid `traceparent` is not looked at (W3C: it
+                // belongs to a parent that is not there) and is left as it came: removing it
+                // cost every new trace a hash lookup for a header rarely sent.
+                if let Some(ts) = tracestate {
+                    headers.insert(TRACESTATE.clone(), ts.clone());
                 }
             }
             Propagation::B3 => set(headers, &B3, &[&t, b"-", &s, b"-", &[flag]]),

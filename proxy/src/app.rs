@@ -185,7 +185,7 @@ impl Proxy {
             admin_addr,
             bound_addresses_file: opts.bound_addresses_file,
         });
-        inner.write_addresses()?;
+        // Watches first: whoever reads the addresses file may change a file at once.
         let reload_task = opts.config_path.map(|path| {
             tokio::spawn(crate::reload::watch(
                 Arc::downgrade(&inner),
@@ -193,6 +193,7 @@ impl Proxy {
                 opts.identity,
             ))
         });
+        inner.write_addresses()?;
         Ok(Self {
             inner,
             admin_stop,

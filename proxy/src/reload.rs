@@ -36,11 +36,14 @@ pub(crate) trait Reloadable: Send + Sync + 'static {
 const SETTLE: Duration = Duration::from_millis(150);
 
 /// Runs until the proxy is dropped.
-pub(crate) async fn watch<R: Reloadable>(
+///
+/// The watches are in place when this returns (only the loop is left to spawn): a file
+/// changed right after start-up is not missed.
+pub(crate) fn watch<R: Reloadable>(
     inner: Weak<R>,
     path: PathBuf,
     identity: Option<ferry_config::Identity>,
-) {
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let dir = path
         .parent()
@@ -70,7 +73,7 @@ pub(crate) async fn watch<R: Reloadable>(
     };
     let mut watched = vec![dir];
     spawn_sighup(tx);
-    let mut last_version = match inner.upgrade() {
+    let last_version = match inner.upgrade() {
         Some(i) => {
             let table = i.shared().table.load();
             watch_dirs(
@@ -79,67 +82,73 @@ pub(crate) async fn watch<R: Reloadable>(
                 &table.descriptors,
                 &table.config,
             );
-            (
+            Some((
                 table.config.version.clone(),
                 table.descriptors.fingerprint(),
                 table.tls_fingerprint.clone(),
-            )
+            ))
         }
-        None => return,
+        None => None,
     };
-    while rx.recv().await.is_some() {
-        tokio::time::sleep(SETTLE).await;
-        while rx.try_recv().is_ok() {}
-        let Some(inner) = inner.upgrade() else {
+    async move {
+        let Some(mut last_version) = last_version else {
             return;
         };
-        let load_path = path.clone();
-        let identity = identity.clone();
-        // Config, descriptor and TLS files are read together on the blocking pool.
-        let loaded = tokio::task::spawn_blocking(move || {
-            let options = ferry_config::LoadOptions { identity };
-            let config = ferry_config::load_with(&load_path, &options).map_err(Refused::Config)?;
-            let descriptors = Descriptors::load(&config).map_err(Refused::Config)?;
-            let tls = TlsFiles::load(&config).map_err(Refused::Tls)?;
-            Ok::<_, Refused>((config, descriptors, tls))
-        })
-        .await;
-        let (config, descriptors, tls) = match loaded {
-            Ok(Ok(loaded)) => loaded,
-            Ok(Err(Refused::Config(errors))) => {
-                inner.shared().metrics.reload_failures.inc();
-                tracing::error!(file = %path.display(), "config rejected; the previous config keeps serving:\n{errors}");
+        while rx.recv().await.is_some() {
+            tokio::time::sleep(SETTLE).await;
+            while rx.try_recv().is_ok() {}
+            let Some(inner) = inner.upgrade() else {
+                return;
+            };
+            let load_path = path.clone();
+            let identity = identity.clone();
+            // Config, descriptor and TLS files are read together on the blocking pool.
+            let loaded = tokio::task::spawn_blocking(move || {
+                let options = ferry_config::LoadOptions { identity };
+                let config =
+                    ferry_config::load_with(&load_path, &options).map_err(Refused::Config)?;
+                let descriptors = Descriptors::load(&config).map_err(Refused::Config)?;
+                let tls = TlsFiles::load(&config).map_err(Refused::Tls)?;
+                Ok::<_, Refused>((config, descriptors, tls))
+            })
+            .await;
+            let (config, descriptors, tls) = match loaded {
+                Ok(Ok(loaded)) => loaded,
+                Ok(Err(Refused::Config(errors))) => {
+                    inner.shared().metrics.reload_failures.inc();
+                    tracing::error!(file = %path.display(), "config rejected; the previous config keeps serving:\n{errors}");
+                    continue;
+                }
+                Ok(Err(Refused::Tls(errors))) => {
+                    // Often a rotation caught half-written; the next file event retries.
+                    inner.shared().metrics.tls_reload_failures.inc();
+                    tracing::warn!(file = %path.display(), "identity or CA files refused; the previous identity and config keep serving:\n{errors}");
+                    continue;
+                }
+                Err(error) => {
+                    inner.shared().metrics.reload_failures.inc();
+                    tracing::error!(%error, "config load task failed");
+                    continue;
+                }
+            };
+            let version = (
+                config.version.clone(),
+                descriptors.fingerprint(),
+                tls.fingerprint(),
+            );
+            if version == last_version {
                 continue;
             }
-            Ok(Err(Refused::Tls(errors))) => {
-                // Often a rotation caught half-written; the next file event retries.
-                inner.shared().metrics.tls_reload_failures.inc();
-                tracing::warn!(file = %path.display(), "identity or CA files refused; the previous identity and config keep serving:\n{errors}");
-                continue;
-            }
-            Err(error) => {
-                inner.shared().metrics.reload_failures.inc();
-                tracing::error!(%error, "config load task failed");
-                continue;
-            }
-        };
-        let version = (
-            config.version.clone(),
-            descriptors.fingerprint(),
-            tls.fingerprint(),
-        );
-        if version == last_version {
-            continue;
-        }
-        watch_dirs(&mut watcher, &mut watched, &descriptors, &config);
-        match inner.apply_loaded(config, descriptors, tls).await {
-            Ok(()) => {
-                tracing::info!(version = %version.0, descriptors = %version.1, "config reloaded");
-                last_version = version;
-            }
-            Err(error) => {
-                inner.shared().metrics.reload_failures.inc();
-                tracing::error!(%error, "config reload failed; the previous config keeps serving");
+            watch_dirs(&mut watcher, &mut watched, &descriptors, &config);
+            match inner.apply_loaded(config, descriptors, tls).await {
+                Ok(()) => {
+                    tracing::info!(version = %version.0, descriptors = %version.1, "config reloaded");
+                    last_version = version;
+                }
+                Err(error) => {
+                    inner.shared().metrics.reload_failures.inc();
+                    tracing::error!(%error, "config reload failed; the previous config keeps serving");
+                }
             }
         }
     }
