@@ -72,6 +72,7 @@ fn settings(ratio: f64) -> TraceSettings {
         attributes: Arc::from([opentelemetry::KeyValue::new("ferry.route", "llm")]),
         on_trace: None,
         classifiers: &[],
+        attempts_inject: false,
     }
 }
 

@@ -50,6 +50,10 @@ pub struct TraceSettings {
     /// How the stack's errors become answers (the renderer's classifiers), so a hop that
     /// ends in an error records the status the caller gets, not just "failed".
     pub classifiers: &'static [Classifier],
+    /// Whether each upstream attempt writes its own context (its CLIENT span as the
+    /// upstream's parent, as ferry's endpoint client does): then a recorded hop does not
+    /// write the context the attempt would overwrite at once.
+    pub attempts_inject: bool,
 }
 
 impl std::fmt::Debug for TraceSettings {
@@ -157,7 +161,9 @@ where
             s.sink.clone(),
         ));
         describe(&hop, &req, &s.attributes);
-        hop.inject(req.headers_mut(), hop.span_id());
+        if !s.attempts_inject {
+            hop.inject(req.headers_mut(), hop.span_id());
+        }
         req.extensions_mut().insert(hop.clone());
         let grpc = crate::failure::is_grpc(req.headers());
         ResponseFuture {

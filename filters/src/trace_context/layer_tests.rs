@@ -73,6 +73,7 @@ fn settings(ratio: f64, tail: TailRules, sink: Arc<Collect>) -> TraceSettings {
         attributes: Arc::from([opentelemetry::KeyValue::new("ferry.route", "r")]),
         on_trace: None,
         classifiers: &[crate::failure::classify_filters],
+        attempts_inject: false,
     }
 }
 

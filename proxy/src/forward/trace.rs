@@ -48,11 +48,15 @@ impl AttemptSpan {
         let span = new_span_id();
         hop.inject(req.headers_mut(), span);
         let method = req.method().as_str().to_owned();
+        // One rendering of the address, shared by both attributes.
+        let ip = opentelemetry::StringValue::from(std::sync::Arc::<str>::from(
+            endpoint.addr.ip().to_string(),
+        ));
         let mut attributes = vec![
             KeyValue::new("http.request.method", method.clone()),
-            KeyValue::new("server.address", endpoint.addr.ip().to_string()),
+            KeyValue::new("server.address", ip.clone()),
             KeyValue::new("server.port", i64::from(endpoint.addr.port())),
-            KeyValue::new("network.peer.address", endpoint.addr.ip().to_string()),
+            KeyValue::new("network.peer.address", ip),
             KeyValue::new("ferry.cluster", cluster.to_owned()),
         ];
         if attempt > 1 {

@@ -172,6 +172,7 @@ pub fn route_trace_layer(
             Some(outcome.started())
         })),
         classifiers: crate::failure::CLASSIFIERS,
+        attempts_inject: true,
     })
 }
 
