@@ -29,7 +29,7 @@ pub use self::body::{StreamKind, TracedBody};
 pub use self::hop::{
     HopStart, HopTrace, SpanRecord, SpanSink, TailRules, new_span_id, new_trace_id, ratio_sampled,
 };
-pub use self::layer::{OnTrace, TraceLayer, TraceService, TraceSettings};
+pub use self::layer::{OnTrace, TraceLayer, TraceService, TraceSettings, grpc_status};
 pub use self::parse::{parse_b3_multi, parse_b3_single, parse_traceparent};
 
 /// A propagation format.

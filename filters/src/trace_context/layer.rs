@@ -345,7 +345,7 @@ where
 }
 
 /// `grpc-status` of a trailers-only answer or of trailers.
-pub(super) fn grpc_status(headers: &HeaderMap) -> Option<u32> {
+pub fn grpc_status(headers: &HeaderMap) -> Option<u32> {
     headers
         .get("grpc-status")
         .and_then(|v| v.to_str().ok())

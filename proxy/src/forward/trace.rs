@@ -10,7 +10,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use bytes::Bytes;
-use ferry_filters::trace_context::{HopTrace, SpanId, SpanRecord, new_span_id};
+use ferry_filters::trace_context::{HopTrace, SpanId, SpanRecord, grpc_status, new_span_id};
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
@@ -148,13 +148,6 @@ impl AttemptSpan {
             error,
         });
     }
-}
-
-fn grpc_status(headers: &http::HeaderMap) -> Option<u32> {
-    headers
-        .get("grpc-status")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
 }
 
 fn error_type(error: &str) -> String {
