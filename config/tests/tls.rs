@@ -581,3 +581,17 @@ clusters:
         ]
     );
 }
+
+/// Security defaults: a config that says nothing about them gets the safe ones.
+#[test]
+fn unstated_settings_default_to_the_safe_choice() {
+    let c = parse(
+        "apiVersion: ferry/v1\nlisteners:\n  - name: l\n    address: 0.0.0.0:8080\n    routes: [{ name: r, direct_response: { status: 200 } }]\n",
+    );
+    // The admin endpoint (config dump, metrics) is reachable from the pod only.
+    assert!(c.admin.address.ip().is_loopback(), "{:?}", c.admin.address);
+    let l = &c.listeners[0];
+    assert_eq!(l.tls.mode, TlsMode::Disabled);
+    assert!(l.limits.request_headers_timeout.is_some());
+    assert!(l.limits.idle_timeout.is_some());
+}

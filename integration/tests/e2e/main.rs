@@ -15,6 +15,7 @@ mod model_routing;
 mod peers;
 mod protocols;
 mod reload;
+mod security_defaults;
 mod slow_clients;
 mod smuggling;
 mod streaming;
