@@ -424,6 +424,7 @@ where
                     };
                     // Boxed at once: holding `S::Future` itself across this await trips
                     // rustc's Send inference (its error type's default object lifetime).
+                    let hop = HopTrace::of(&req).cloned();
                     let call: InnerCall<S::Error> = Box::pin(inner.call(req));
                     let mut resp = call.await.map_err(Into::into)?;
                     if let Some(q) = tightest {
@@ -437,6 +438,7 @@ where
                             inner: body,
                             tail: Tail::default(),
                             charging,
+                            hop,
                         }
                         .boxed_unsync()
                     }))
@@ -508,21 +510,36 @@ pin_project_lite::pin_project! {
         inner: TranslateBody,
         tail: Tail,
         charging: Vec<Charging>,
+        // The request's recorded hop: the usage read here goes on its span as well.
+        hop: Option<Arc<HopTrace>>,
     }
 
     impl PinnedDrop for Metered {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
-            charge(this.tail, std::mem::take(this.charging));
+            charge(this.tail, std::mem::take(this.charging), this.hop.take());
         }
     }
 }
 
-fn charge(tail: &Tail, charging: Vec<Charging>) {
+fn charge(tail: &Tail, charging: Vec<Charging>, hop: Option<Arc<HopTrace>>) {
     if charging.is_empty() {
         return;
     }
     let usage = tail.usage();
+    if let (Some(hop), Some(u)) = (hop, usage) {
+        // OpenTelemetry's GenAI conventions; read anyway for the budget, so free here.
+        hop.add_attributes([
+            KeyValue::new(
+                "gen_ai.usage.input_tokens",
+                i64::try_from(u.prompt).unwrap_or(i64::MAX),
+            ),
+            KeyValue::new(
+                "gen_ai.usage.output_tokens",
+                i64::try_from(u.completion).unwrap_or(i64::MAX),
+            ),
+        ]);
+    }
     for c in charging {
         let tokens = usage.map_or(c.settings.fallback, |u| u.charged(c.settings.charge));
         if tokens == 0 {
@@ -559,7 +576,9 @@ impl Body for Metered {
                     this.tail.push(data);
                 }
             }
-            Some(Err(_)) | None => charge(this.tail, std::mem::take(this.charging)),
+            Some(Err(_)) | None => {
+                charge(this.tail, std::mem::take(this.charging), this.hop.take())
+            }
         }
         Poll::Ready(frame)
     }

@@ -218,9 +218,13 @@ fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
         .get::<ModelRef>()
         .cloned()
         .or_else(|| model_name::from_oip_path(path));
+    let operation = gen_ai_operation(path);
+    if let Some(op) = operation {
+        kvs.push(KeyValue::new("gen_ai.operation.name", op));
+    }
+    // The model is known when ferry read it (model routing, model-keyed limits or slots).
     if let Some(m) = model {
-        if let Some(op) = gen_ai_operation(path) {
-            kvs.push(KeyValue::new("gen_ai.operation.name", op));
+        if operation.is_some() {
             kvs.push(KeyValue::new("gen_ai.request.model", m.name.clone()));
         }
         kvs.push(KeyValue::new("model.name", m.name));

@@ -124,10 +124,11 @@ async fn a_sampled_request_records_one_server_span_with_stream_facts() {
             .map(|kv| kv.value.as_str().into_owned())
     };
     assert_eq!(attr("ferry.stream.events").as_deref(), Some("2"));
+    assert_eq!(attr("gen_ai.operation.name").as_deref(), Some("chat"));
     assert_eq!(
-        attr("gen_ai.operation.name").as_deref(),
+        attr("gen_ai.request.model").as_deref(),
         None,
-        "no model known"
+        "no model read"
     );
     assert_eq!(attr("http.response.status_code").as_deref(), Some("200"));
     let names: Vec<_> = server.events.iter().map(|e| e.name.to_string()).collect();

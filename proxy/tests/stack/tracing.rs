@@ -346,3 +346,59 @@ clusters:
     assert_eq!(attr(server, "error.type").as_deref(), Some("unavailable"));
     assert!(matches!(server.status, Status::Error { .. }));
 }
+
+#[tokio::test]
+async fn a_token_budget_puts_the_answers_usage_on_the_span() {
+    let sink = Arc::new(Collect::default());
+    let yaml = r#"
+apiVersion: ferry/v1
+tracing: {}
+listeners:
+  - name: main
+    address: 127.0.0.1:0
+    routes:
+      - name: llm
+        to: vllm
+        rate_limit: [{ name: tokens, tokens: 100000, per: 1m, key: [header:x-tenant] }]
+clusters:
+  - { name: vllm, endpoints: [127.0.0.1:1001] }
+"#;
+    let chat: Answerer = Arc::new(|_, _| {
+        let mut resp = Response::new(full(
+            r#"{"id":"c1","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":12,"completion_tokens":30,"total_tokens":42}}"#,
+        ));
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        Ok(resp)
+    });
+    let stack = Stack::traced(yaml, chat, sink.clone());
+    let body = r#"{"model":"llama","messages":[{"role":"user","content":"hi"}]}"#;
+    let answer = stack
+        .h1(
+            "main",
+            request(
+                "POST",
+                "/v1/chat/completions",
+                &[("x-tenant", "a"), ("content-type", "application/json")],
+                body,
+            ),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let spans = sink.at_least(2).await;
+    let server = one(&spans, SpanKind::Server);
+    assert_eq!(
+        attr(server, "gen_ai.operation.name").as_deref(),
+        Some("chat")
+    );
+    assert_eq!(
+        attr(server, "gen_ai.usage.input_tokens").as_deref(),
+        Some("12")
+    );
+    assert_eq!(
+        attr(server, "gen_ai.usage.output_tokens").as_deref(),
+        Some("30")
+    );
+}
