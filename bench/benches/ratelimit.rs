@@ -3,19 +3,20 @@
 //! table, and the whole layer's decision (key built from a header, bucket checked, quota
 //! headers written) around an inner service that answers at once. Target: < 300 ns.
 
+#[path = "support/answer.rs"]
+mod answer;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use answer::{Answer, empty};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ferry_filters::limits::{
     Counter, KeyPart, Limit, LimitMode, LocalBucket, OnStoreFailure, RateLimitLayer,
 };
-use ferry_filters::translate::{BoxError, TranslateBody};
 use futures_util::FutureExt as _;
-use http::{Request, Response};
-use http_body_util::{BodyExt, Empty};
+use http::Request;
 use tower::{Layer, Service};
 
 /// Never refuses: the bench measures the decision, not the refusal.
@@ -71,30 +72,6 @@ fn bucket(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-#[derive(Clone)]
-struct Answer;
-
-impl Service<Request<TranslateBody>> for Answer {
-    type Response = Response<TranslateBody>;
-    type Error = BoxError;
-    type Future = std::future::Ready<Result<Response<TranslateBody>, BoxError>>;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), BoxError>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: Request<TranslateBody>) -> Self::Future {
-        std::future::ready(Ok(Response::new(empty())))
-    }
-}
-
-fn empty() -> TranslateBody {
-    Empty::<Bytes>::new().map_err(|e| match e {}).boxed_unsync()
 }
 
 fn layer(c: &mut Criterion) {

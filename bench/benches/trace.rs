@@ -11,17 +11,19 @@
 //! Beside the time, each case prints the heap allocations one request makes (a counting
 //! global allocator): the unsampled path adds none but the header it writes.
 
+#[path = "support/answer.rs"]
+mod answer;
+
 use std::alloc::System;
 use std::hint::black_box;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use answer::{Answer, empty};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ferry_filters::trace_context::{Propagation, SpanSink, TailRules, TraceLayer, TraceSettings};
-use ferry_filters::translate::{BoxError, TranslateBody};
+use ferry_filters::translate::TranslateBody;
 use futures_util::FutureExt as _;
 use http::{Request, Response};
-use http_body_util::{BodyExt, Empty};
 use opentelemetry_sdk::trace::SpanData;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tower::{Layer, Service};
@@ -29,30 +31,6 @@ use tower::{Layer, Service};
 /// Counts allocations, so the bench can say how many a request makes.
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
-
-#[derive(Clone)]
-struct Answer;
-
-impl Service<Request<TranslateBody>> for Answer {
-    type Response = Response<TranslateBody>;
-    type Error = BoxError;
-    type Future = std::future::Ready<Result<Response<TranslateBody>, BoxError>>;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), BoxError>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: Request<TranslateBody>) -> Self::Future {
-        std::future::ready(Ok(Response::new(empty())))
-    }
-}
-
-fn empty() -> TranslateBody {
-    Empty::<Bytes>::new().map_err(|e| match e {}).boxed_unsync()
-}
 
 #[derive(Debug)]
 struct Drop_;
