@@ -29,7 +29,6 @@ pub use self::tracked::track;
 
 use self::close::Watch;
 
-use ferry_filters::body_limit::MalformedBody;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -43,7 +42,6 @@ use ferry_filters::connection::Connection;
 use ferry_filters::failure;
 use futures_util::future::Either;
 use http::{Request, Response};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -54,11 +52,12 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tower::Service;
 
-use crate::body::{BoxError, ProxyBody};
+use crate::body::ProxyBody;
 use crate::failure::{CLASSIFIERS, Failure};
 use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
 use crate::metrics::{ListenerLabels, Name};
 use crate::request_body::AmbiguousFraming;
+use crate::request_meta::Outcome;
 use crate::shared::Shared;
 use crate::tls::{Accepted, Terminator};
 
@@ -347,16 +346,11 @@ impl ConnService {
         // Held until the response body is done (or the request is abandoned), so the
         // connection counts as busy for its idle timer.
         let active = self.activity.begin();
-        // Whatever goes wrong reading the caller's body is the caller's doing: typed here so
-        // an attempt that fails on it answers 400 and does not count against the upstream.
-        let mut req = req.map(|b| {
-            b.map_err(|e| -> BoxError {
-                Box::new(MalformedBody {
-                    source: Box::new(e),
-                })
-            })
-            .boxed_unsync()
-        });
+        // The request's outcome: inner layers fill it in; the bodies count their bytes into
+        // it, observed per route when the answer is done.
+        let outcome = Arc::new(Outcome::default());
+        let mut req = req.map(|b| tracked::request_body(b, outcome.clone()));
+        req.extensions_mut().insert(outcome.clone());
         if matches!(
             req.version(),
             http::Version::HTTP_11 | http::Version::HTTP_10
@@ -378,9 +372,9 @@ impl ConnService {
             // The listener was removed by a reload while this connection was open.
             let gone =
                 failure::render(&Failure::ListenerGone(self.conn.listener.to_string()), grpc);
-            return Either::Right(std::future::ready(
-                Ok(gone.map(|b| track(b, gauge, active))),
-            ));
+            return Either::Right(std::future::ready(Ok(
+                gone.map(|b| track(b, gauge, active, outcome))
+            )));
         };
         Either::Left(async move {
             // The stack renders its own errors; rendering here only backs that up.
@@ -388,7 +382,7 @@ impl ConnService {
                 .call(req)
                 .await
                 .unwrap_or_else(|e| failure::render_error(e.as_ref(), CLASSIFIERS, grpc));
-            Ok(resp.map(|b| track(b, gauge, active)))
+            Ok(resp.map(|b| track(b, gauge, active, outcome)))
         })
     }
 }

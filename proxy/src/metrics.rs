@@ -216,6 +216,11 @@ fn latency_exemplar_histogram() -> ExemplarHistogram {
     HistogramWithExemplars::new(exponential_buckets(0.0001, 2.0, 20))
 }
 
+fn size_histogram() -> Histogram {
+    // 64 B .. 1 GiB in steps of 4: a prompt, a tensor, a batch of images.
+    Histogram::new(exponential_buckets(64.0, 4.0, 13))
+}
+
 fn overhead_histogram() -> Histogram {
     // 10µs .. ~1.3s: a sidecar's own time is tens of microseconds when all is well.
     Histogram::new(exponential_buckets(0.00001, 2.0, 18))
@@ -290,6 +295,10 @@ pub struct Metrics {
     pub request_duration: Family<RouteLabels, ExemplarHistogram, fn() -> ExemplarHistogram>,
     /// `ferry_proxy_overhead_seconds`: ferry's own time, each way, apart from the upstream's.
     pub overhead: HistogramFamily<OverheadLabels>,
+    /// `ferry_request_size_bytes`: request body bytes read, per route.
+    pub request_size: HistogramFamily<RouteLabels>,
+    /// `ferry_response_size_bytes`: response body bytes sent, per route.
+    pub response_size: HistogramFamily<RouteLabels>,
     /// `ferry_upstream_duration_seconds`: request sent → response headers, per cluster.
     pub upstream_duration: HistogramFamily<ClusterLabels>,
     /// `ferry_upstream_connect_errors_total`.
@@ -360,6 +369,8 @@ impl Metrics {
             requests: Family::default(),
             request_duration: Family::new_with_constructor(latency_exemplar_histogram),
             overhead: Family::new_with_constructor(overhead_histogram),
+            request_size: Family::new_with_constructor(size_histogram),
+            response_size: Family::new_with_constructor(size_histogram),
             upstream_duration: Family::new_with_constructor(latency_histogram),
             connect_errors: Family::default(),
             ejections: Family::default(),
@@ -397,6 +408,16 @@ impl Metrics {
             "ferry_request_duration_seconds",
             "Time from request received to response headers sent",
             m.request_duration.clone(),
+        );
+        registry.register(
+            "ferry_request_size_bytes",
+            "Request body bytes read, by listener and route",
+            m.request_size.clone(),
+        );
+        registry.register(
+            "ferry_response_size_bytes",
+            "Response body bytes sent, by listener and route (streams when they end)",
+            m.response_size.clone(),
         );
         registry.register(
             "ferry_proxy_overhead_seconds",

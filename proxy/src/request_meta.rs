@@ -31,6 +31,8 @@ pub struct Outcome {
     model: OnceLock<ModelRef>,
     forwarded: Mutex<Option<Forwarded>>,
     trace: OnceLock<(TraceId, bool)>,
+    /// Request body bytes read so far (the connection's body wrapper counts them).
+    request_bytes: std::sync::atomic::AtomicU64,
 }
 
 /// Where a request went.
@@ -89,6 +91,25 @@ impl Outcome {
             model: OnceLock::new(),
             forwarded: Mutex::new(None),
             trace: OnceLock::new(),
+            request_bytes: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Counts `n` more request body bytes.
+    pub fn add_request_bytes(&self, n: u64) {
+        self.request_bytes
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Observes the request's body sizes into its route's histograms (when it had a route):
+    /// called once the answer's body is done, when both are known.
+    pub fn observe_sizes(&self, response_bytes: u64) {
+        if let Some(route) = self.route.get() {
+            let request = self
+                .request_bytes
+                .load(std::sync::atomic::Ordering::Relaxed);
+            route.request_size.observe(request as f64);
+            route.response_size.observe(response_bytes as f64);
         }
     }
 
@@ -195,9 +216,17 @@ where
     }
 
     fn call(&mut self, mut req: Request<ProxyBody>) -> Self::Future {
-        let start = Instant::now();
-        let outcome = Arc::new(Outcome::new(start));
-        req.extensions_mut().insert(outcome.clone());
+        // The connection service made the request's outcome (it counts the bodies); a stack
+        // served another way gets one here.
+        let outcome = match Outcome::of(&req) {
+            Some(o) => o.clone(),
+            None => {
+                let o = Arc::new(Outcome::new(Instant::now()));
+                req.extensions_mut().insert(o.clone());
+                o
+            }
+        };
+        let start = outcome.started();
         // Only the access log needs these; without one, nothing is copied per request.
         let seen = self.shared.access_log.is_some().then(|| Seen {
             method: req.method().clone(),

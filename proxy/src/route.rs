@@ -146,6 +146,10 @@ pub struct RouteEntry {
     pub duration: crate::metrics::ExemplarHistogram,
     /// `ferry_proxy_overhead_seconds` of this route.
     pub overhead: crate::metrics::RouteOverhead,
+    /// `ferry_request_size_bytes` of this route.
+    pub request_size: prometheus_client::metrics::histogram::Histogram,
+    /// `ferry_response_size_bytes` of this route.
+    pub response_size: prometheus_client::metrics::histogram::Histogram,
     /// `ferry_requests_total` of this route.
     pub requests: RouteRequests,
 }

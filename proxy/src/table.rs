@@ -368,6 +368,8 @@ impl RouteEntry {
             route: Name(name.clone()),
         };
         let duration = metrics.request_duration.get_or_create(&labels).clone();
+        let request_size = metrics.request_size.get_or_create(&labels).clone();
+        let response_size = metrics.response_size.get_or_create(&labels).clone();
         let key: RouteKey = (listener.to_string(), r.name.clone());
         let state = cx
             .states
@@ -411,6 +413,8 @@ impl RouteEntry {
             model_label,
             duration,
             overhead,
+            request_size,
+            response_size,
             requests,
         }
     }

@@ -102,3 +102,38 @@ async fn every_answer_carries_the_request_id_it_came_with() {
     }
     assert_eq!(stack.seen()[0].headers["x-request-id"], "abc-1");
 }
+
+#[tokio::test]
+async fn request_and_response_sizes_are_observed_per_route() {
+    let stack = Stack::new(CONFIG, echo());
+    let answer = stack
+        .h1("main", request("POST", "/a/x", &[], "0123456789"))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let sent = answer.body.len();
+    let h2 = stack.h2("main", request("POST", "/a/y", &[], "abc")).await;
+    assert_eq!(h2.status, StatusCode::OK);
+    // Observed when the answer's body is done: wait for the second one (bounded).
+    let want_response = (sent + h2.body.len()) as u64;
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = stack.metrics();
+        if metrics.contains("ferry_response_size_bytes_count{listener=\"main\",route=\"rest\"} 2") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let sum = |name: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}_sum{{listener=\"main\",route=\"rest\"}}")))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    assert_eq!(sum("ferry_request_size_bytes"), Some(13.0), "{metrics}");
+    assert_eq!(
+        sum("ferry_response_size_bytes"),
+        Some(want_response as f64),
+        "{metrics}"
+    );
+}
