@@ -138,10 +138,12 @@ pub fn from_json_prefix(prefix: &[u8]) -> Option<ModelRef> {
                 let (end, is_model) = scan_string(prefix, i)?;
                 if depth == 1 && after_key {
                     if expect_value_for_model {
-                        return decode_json_string(&prefix[i + 1..end]).map(|name| ModelRef {
-                            name,
-                            version: None,
-                        });
+                        return decode_json_string(&prefix[i + 1..end])
+                            .filter(|name| !name.is_empty())
+                            .map(|name| ModelRef {
+                                name,
+                                version: None,
+                            });
                     }
                     after_key = false;
                 } else if depth == 1 {
@@ -172,6 +174,14 @@ pub fn from_json_prefix(prefix: &[u8]) -> Option<ModelRef> {
             b',' if depth == 1 => {
                 after_key = false;
                 expect_value_for_model = false;
+            }
+            // A value that is not a string, object or array (a number, `true`, garbage): the
+            // model's value is not a string, and no later string is its value.
+            _ if depth == 1 && after_key && !b.is_ascii_whitespace() => {
+                if expect_value_for_model {
+                    return None;
+                }
+                after_key = false;
             }
             _ => {}
         }

@@ -85,6 +85,15 @@ fn json_model_field() {
     // Non-string value.
     assert_eq!(from_json_prefix(br#"{"model": 3}"#), None);
     assert_eq!(from_json_prefix(b"]]]]"), None);
+    // A non-string value followed by a string (found by the model_name fuzz target): the
+    // string is not the model's value, and an empty name is no name.
+    assert_eq!(from_json_prefix(br#"{"model":*ll""lms"#), None);
+    assert_eq!(from_json_prefix(br#"{"model": 3 "x"}"#), None);
+    assert_eq!(from_json_prefix(br#"{"model": ""}"#), None);
+    assert_eq!(
+        from_json_prefix(br#"{"n": 3, "model": "ok"}"#),
+        model("ok", None)
+    );
 }
 
 proptest::proptest! {
