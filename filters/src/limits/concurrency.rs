@@ -2,7 +2,8 @@
 //! order (tokio's semaphore is fair) up to `queue_timeout`. A slot is held until the answer's
 //! body ends, so a streamed answer (SSE, a gRPC stream) holds it for the whole stream.
 
-use crate::trace_context::HopTrace;
+mod hold;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,15 +11,15 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use dashmap::DashMap;
 use http::{HeaderMap, Request, Response};
-use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use self::hold::{Held, HoldSlot};
 use super::errors::Overloaded;
 use crate::model_name::ModelRef;
+use crate::trace_context::HopTrace;
 use crate::translate::{BoxError, TranslateBody};
 
 /// A route's `concurrency`.
@@ -389,64 +390,4 @@ fn grpc_timeout(headers: &HeaderMap) -> Option<Duration> {
         "n" => Duration::from_nanos(n),
         _ => return None,
     })
-}
-
-/// A held slot: released when dropped, folding the hold time into the slot's average.
-struct Held {
-    slot: Arc<Slot>,
-    since: tokio::time::Instant,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        let sample = u64::try_from(self.since.elapsed().as_micros()).unwrap_or(u64::MAX);
-        if let Some(gradient) = &self.slot.adaptive
-            && let Ok(mut g) = gradient.lock()
-        {
-            g.sample(sample as f64, self.slot.max, &self.slot.semaphore);
-        }
-        let old = self.slot.held_us.load(Ordering::Relaxed);
-        // EWMA with weight 1/8: recent holds matter, one slow stream does not dominate.
-        let new = if old == 0 {
-            sample
-        } else {
-            old - old / 8 + sample / 8
-        };
-        self.slot.held_us.store(new.max(1), Ordering::Relaxed);
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// The answer's body, holding the slot until it ends (or is dropped).
-    struct HoldSlot {
-        #[pin]
-        inner: TranslateBody,
-        held: Option<Held>,
-    }
-}
-
-impl Body for HoldSlot {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = self.project();
-        let frame = std::task::ready!(this.inner.poll_frame(cx));
-        if frame.is_none() {
-            this.held.take();
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
 }
