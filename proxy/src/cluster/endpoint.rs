@@ -7,9 +7,15 @@ use std::time::{Duration, Instant};
 
 use ferry_config::OutlierDetection;
 
-/// Decay time constant of the latency estimate (linkerd2-proxy uses 10s as well).
-const EWMA_DECAY: Duration = Duration::from_secs(10);
-/// Latency assumed for an endpoint nothing is known about yet: low enough to try it.
+/// Decay time constant of the latency estimate. Linkerd and Finagle use 10 s; with two
+/// identical replicas and ordinary jitter, one slow answer (a peak, taken at once) then keeps
+/// a replica out of favour for ~10 s, which at 200 req/s is thousands of requests to its twin.
+/// 2 s forgets a peak within seconds while a replica 10× slower still waits ~4.6 s between
+/// probes (see `balance::tests` for the spreads this gives).
+const EWMA_DECAY: Duration = Duration::from_secs(2);
+/// Latency assumed for an endpoint nothing is known about yet. Not zero: a new endpoint
+/// whose first answer is slow (a cold model) must not take every request until it answers;
+/// the estimate decays toward zero, so it is tried within seconds even when idle.
 const DEFAULT_RTT: Duration = Duration::from_millis(1);
 
 /// An upstream endpoint and what we have learned about it.
@@ -96,16 +102,19 @@ impl Endpoint {
 
     /// Records a response latency: peaks are taken at once, improvements decay in.
     pub fn observe_latency(&self, rtt: Duration) {
-        let now = Instant::now();
+        self.observe_latency_at(rtt, Instant::now());
+    }
+
+    /// [`Endpoint::observe_latency`] at a given time (tests drive a synthetic clock).
+    pub(super) fn observe_latency_at(&self, rtt: Duration, now: Instant) {
         if let Ok(mut s) = self.state.lock() {
             let rtt = rtt.as_nanos() as f64;
-            let current = decayed(&s, now);
-            s.ewma_ns = if rtt > current {
+            let w = weight(&s, now);
+            s.ewma_ns = if rtt > s.ewma_ns * w {
                 rtt
             } else {
-                let elapsed = now.saturating_duration_since(s.updated).as_secs_f64();
-                let w = (-elapsed / EWMA_DECAY.as_secs_f64()).exp();
-                current * w + rtt * (1.0 - w)
+                // The longer since the last answer, the more the new one counts.
+                s.ewma_ns * w + rtt * (1.0 - w)
             };
             s.updated = now;
         }
@@ -156,10 +165,15 @@ impl Endpoint {
     }
 }
 
-fn decayed(s: &State, now: Instant) -> f64 {
-    // With no new samples the estimate drifts back toward the optimistic default so an
-    // endpoint that was slow once is tried again.
+/// How much of the estimate is left after the time since its last update.
+fn weight(s: &State, now: Instant) -> f64 {
     let elapsed = now.saturating_duration_since(s.updated).as_secs_f64();
-    let w = (-elapsed / EWMA_DECAY.as_secs_f64()).exp();
-    s.ewma_ns * w + DEFAULT_RTT.as_nanos() as f64 * (1.0 - w)
+    (-elapsed / EWMA_DECAY.as_secs_f64()).exp()
+}
+
+fn decayed(s: &State, now: Instant) -> f64 {
+    // With no new answers the estimate decays toward zero (as tower's and Linkerd's
+    // peak-EWMA): an idle endpoint looks cheap again and is tried, so at low load, where
+    // in-flight counts are all zero, no endpoint is starved by one old slow answer.
+    s.ewma_ns * weight(s, now)
 }
