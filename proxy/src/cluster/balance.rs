@@ -39,6 +39,19 @@ fn pick_at(
         return None;
     }
     let usable = |e: &Endpoint| Some(e.addr) != avoid && (outlier.is_none() || !e.is_ejected(now));
+    // The common case in O(1): candidates drawn from all endpoints are usable. Only when
+    // they are not (ejections, `avoid`) is the table scanned, so a pick over 256 endpoints
+    // costs what a pick over 2 does.
+    let fast = match policy {
+        LbPolicy::RoundRobin => {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            endpoints.get(n % endpoints.len()).filter(|e| usable(e))
+        }
+        LbPolicy::P2cEwma => p2c_over_all(endpoints, &usable, now),
+    };
+    if let Some(e) = fast {
+        return Some(e.clone());
+    }
     let healthy = endpoints.iter().filter(|e| usable(e)).count();
     if healthy == 0 {
         // Panic mode: ignore ejections (but still prefer not to reuse `avoid`).
@@ -69,14 +82,44 @@ fn pick_at(
             }
             let ea = nth_usable(endpoints, a, &usable)?;
             let eb = nth_usable(endpoints, b, &usable)?;
-            let (ca, cb) = (ea.cost(now), eb.cost(now));
-            // `a` is the random one of the two, so a tie goes to either at random.
-            if ca <= cb || (ca - cb) <= TIE * ca {
-                Some(ea)
-            } else {
-                Some(eb)
-            }
+            Some(cheaper(&ea, &eb, now).clone())
         }
+    }
+}
+
+/// P2C over two distinct random endpoints, when both are usable (a few draws at most).
+fn p2c_over_all<'a>(
+    endpoints: &'a [Arc<Endpoint>],
+    usable: &impl Fn(&Endpoint) -> bool,
+    now: Instant,
+) -> Option<&'a Arc<Endpoint>> {
+    let n = endpoints.len();
+    if n < 2 {
+        return endpoints.first().filter(|e| usable(e));
+    }
+    let mut rng = rand::rng();
+    for _ in 0..3 {
+        let a = rng.random_range(0..n);
+        let mut b = rng.random_range(0..n - 1);
+        if b >= a {
+            b += 1;
+        }
+        let (ea, eb) = (endpoints.get(a)?, endpoints.get(b)?);
+        if usable(ea) && usable(eb) {
+            return Some(cheaper(ea, eb, now));
+        }
+    }
+    None
+}
+
+/// The cheaper of two endpoints, `a` (the random one of the two) on a tie: costs within
+/// [`TIE`] of each other are a tie.
+fn cheaper<'a>(a: &'a Arc<Endpoint>, b: &'a Arc<Endpoint>, now: Instant) -> &'a Arc<Endpoint> {
+    let (ca, cb) = (a.cost(now), b.cost(now));
+    if ca <= cb || (ca - cb) <= TIE * ca {
+        a
+    } else {
+        b
     }
 }
 

@@ -1,7 +1,8 @@
 //! One upstream endpoint: its load (in-flight requests, peak-EWMA latency) and outlier state.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,9 @@ pub struct Endpoint {
     pub conns: crate::upstream::Conns,
     in_flight: AtomicUsize,
     consecutive_failures: AtomicU32,
+    /// End of the current ejection in nanoseconds after [`epoch`] (0: never ejected). An
+    /// atomic, not in `state`: every pick checks it, often for endpoints it does not take.
+    ejected_until: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -34,7 +38,6 @@ pub struct Endpoint {
 struct State {
     ewma_ns: f64,
     updated: Instant,
-    ejected_until: Option<Instant>,
     ejections: u32,
 }
 
@@ -68,10 +71,10 @@ impl Endpoint {
             conns: crate::upstream::Conns::new(addr),
             in_flight: AtomicUsize::new(0),
             consecutive_failures: AtomicU32::new(0),
+            ejected_until: AtomicU64::new(0),
             state: Mutex::new(State {
                 ewma_ns: DEFAULT_RTT.as_nanos() as f64,
                 updated: Instant::now(),
-                ejected_until: None,
                 ejections: 0,
             }),
         }
@@ -122,10 +125,7 @@ impl Endpoint {
 
     /// Whether the endpoint is currently ejected.
     pub fn is_ejected(&self, now: Instant) -> bool {
-        self.state
-            .lock()
-            .map(|s| s.ejected_until.is_some_and(|t| t > now))
-            .unwrap_or(false)
+        self.ejected_until.load(Ordering::Relaxed) > since_epoch(now)
     }
 
     /// Records a success: resets the failure streak.
@@ -144,7 +144,7 @@ impl Endpoint {
         let Ok(mut s) = self.state.lock() else {
             return false;
         };
-        if s.ejected_until.is_some_and(|t| t > now) {
+        if self.is_ejected(now) {
             return false;
         }
         // Each re-ejection doubles the time out, as Envoy's base_ejection_time does.
@@ -153,7 +153,8 @@ impl Endpoint {
             .base_ejection
             .saturating_mul(factor)
             .min(outlier.max_ejection);
-        s.ejected_until = Some(now + length);
+        self.ejected_until
+            .store(since_epoch(now + length), Ordering::Relaxed);
         s.ejections = s.ejections.saturating_add(1);
         self.consecutive_failures.store(0, Ordering::Relaxed);
         true
@@ -163,6 +164,16 @@ impl Endpoint {
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Relaxed)
     }
+}
+
+/// Nanoseconds from the first call in this process to `at` (at least 1, so 0 can mean
+/// "never"); saturates rather than wraps (u64 nanoseconds last 584 years).
+fn since_epoch(at: Instant) -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    u64::try_from(at.saturating_duration_since(epoch).as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(1)
 }
 
 /// How much of the estimate is left after the time since its last update.
