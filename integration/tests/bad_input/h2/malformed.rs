@@ -99,11 +99,15 @@ pub(super) async fn malformed(suite: &mut Suite) -> anyhow::Result<()> {
     c.send(&frame(HEADERS, END_HEADERS, 1, &head)).await?;
     c.send(&frame(DATA, END_STREAM, 1, b"hello")).await?;
     c.read_until(PATIENCE, |s| s.resets.contains_key(&1)).await;
-    let reset = c.seen.resets.get(&1).copied();
+    c.send(&get(3, "/c/h2-malformed-after", &[])).await?;
+    c.read_until(PATIENCE, |s| s.statuses.contains_key(&3))
+        .await;
     suite.check(
         name,
-        reset == Some(PROTOCOL_ERROR),
-        format_args!("{:?}", c.seen),
+        c.seen.resets.get(&1) == Some(&PROTOCOL_ERROR)
+            && c.seen.statuses.get(&3) == Some(&200)
+            && c.seen.goaway.is_none(),
+        format_args!("want Stream, got {:?}", c.seen),
     );
     let reached: Vec<_> = suite
         .recorder
