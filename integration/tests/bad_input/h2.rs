@@ -56,7 +56,8 @@ pub(super) fn get(stream: u32, path: &str, extra: &[(&str, &str)]) -> Vec<u8> {
 }
 
 /// Issue 18 item 3: `:authority: evil.test` with `host: good.test` is malformed: 400 on that
-/// stream, the connection carries on, and the upstream never sees it.
+/// stream, the connection carries on, and the upstream never sees it. So are two `host`
+/// headers.
 async fn host_differs(suite: &mut Suite) -> anyhow::Result<()> {
     let name = "host-differs-from-authority";
     let mut c = H2::connect(suite.addr()?, &[]).await?;
@@ -71,10 +72,26 @@ async fn host_differs(suite: &mut Suite) -> anyhow::Result<()> {
         status == Some(400),
         format_args!("status {status:?}, want 400"),
     );
-    c.send(&get(3, "/c/h2-host-after", &[])).await?;
+    // Two `host` headers, one of them equal to `:authority`: as malformed.
+    let block = get_block(
+        "/c/h2-host-twice",
+        "x.test",
+        &[("host", "x.test"), ("host", "y.test")],
+    );
+    c.send(&frame(HEADERS, END_STREAM | END_HEADERS, 3, &block))
+        .await?;
     c.read_until(PATIENCE, |s| s.statuses.contains_key(&3))
         .await;
-    let next = c.seen.statuses.get(&3).copied();
+    let status = c.seen.statuses.get(&3).copied();
+    suite.check(
+        name,
+        status == Some(400),
+        format_args!("two host headers: status {status:?}, want 400"),
+    );
+    c.send(&get(5, "/c/h2-host-after", &[])).await?;
+    c.read_until(PATIENCE, |s| s.statuses.contains_key(&5))
+        .await;
+    let next = c.seen.statuses.get(&5).copied();
     suite.check(
         name,
         next == Some(200) && !c.seen.closed && c.seen.goaway.is_none(),
