@@ -5,6 +5,8 @@
 //! fault, the connection stays usable, and the upstream sees nothing; two valid requests (JSON
 //! and binary) show the route does reach the upstream, with the values the caller wrote.
 
+mod validate;
+
 use serde_json::json;
 
 use crate::harness::{PATIENCE, Suite};
@@ -15,13 +17,13 @@ const MODEL_INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
 /// 1.5 and 2.5 as little-endian FP32, as the upstream must receive them.
 const FP32_1_5_2_5: [u8; 8] = [0, 0, 0xc0, 0x3f, 0, 0, 0x20, 0x40];
 
-struct Case {
+pub(super) struct Case {
     /// Also the model name, so the upstream's log can be searched for it.
-    name: &'static str,
-    body: Vec<u8>,
+    pub(super) name: &'static str,
+    pub(super) body: Vec<u8>,
     /// `Inference-Header-Content-Length`, for the binary extension.
-    header_length: Option<String>,
-    status: u16,
+    pub(super) header_length: Option<String>,
+    pub(super) status: u16,
     /// Text the answer must contain (the tensor, the element, the fault).
     mentions: &'static [&'static str],
 }
@@ -190,6 +192,12 @@ fn cases() -> Vec<Case> {
 async fn oip_bad_input() -> anyhow::Result<()> {
     let routes = json!([
         {
+            "name": "checked",
+            "match": { "authority": validate::AUTHORITY },
+            "validate_tensors": validate::settings(),
+            "to": "up",
+        },
+        {
             "name": "oip",
             "match": { "path": { "prefix": "/v2/" } },
             "translate": { "from": "rest", "to": "grpc", "protocol": "oip-v2" },
@@ -202,49 +210,23 @@ async fn oip_bad_input() -> anyhow::Result<()> {
         let outcome = run(&mut suite, &c).await;
         suite.record(c.name, outcome).await?;
     }
+    for c in cases() {
+        let outcome = validate::run(&mut suite, &c).await;
+        suite
+            .record(&format!("{} (validate_tensors)", c.name), outcome)
+            .await?;
+    }
     suite.finish().await
 }
 
 async fn run(suite: &mut Suite, c: &Case) -> anyhow::Result<()> {
-    let mut head = format!(
-        "POST /v2/models/{}/infer HTTP/1.1\r\nHost: x.test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-        c.name,
-        c.body.len()
-    );
-    if let Some(n) = &c.header_length {
-        head.push_str(&format!("Inference-Header-Content-Length: {n}\r\n"));
-    }
-    head.push_str("\r\n");
-    let mut raw = head.into_bytes();
-    raw.extend_from_slice(&c.body);
-    let mut conn = H1::connect(suite.addr()?).await?;
-    conn.send(&raw, PATIENCE).await;
-    let answer = conn.answer(PATIENCE).await?;
-    let status = answer.as_ref().map_or(0, |a| a.status);
-    let text = answer.map(|a| a.text()).unwrap_or_default();
-    let shown: String = text.chars().take(300).collect();
-    suite.check(
-        c.name,
-        status == c.status,
-        format_args!("status {status}, want {} ({shown})", c.status),
-    );
+    let path = format!("/v2/models/{}/infer", c.name);
+    let text = exchange(suite, c, "x.test", &path, c.status).await?;
     let missing: Vec<_> = c.mentions.iter().filter(|m| !text.contains(**m)).collect();
     suite.check(
         c.name,
         missing.is_empty(),
-        format_args!("answer {shown:?} does not mention {missing:?}"),
-    );
-    // A refused body was read whole, so the connection stays usable.
-    conn.send(
-        format!("GET /c/{}/after HTTP/1.1\r\nHost: x.test\r\n\r\n", c.name).as_bytes(),
-        PATIENCE,
-    )
-    .await;
-    let next = conn.answer(PATIENCE).await?.map_or(0, |a| a.status);
-    suite.check(
-        c.name,
-        next == 200,
-        format_args!("next request on the connection: {next}"),
+        format_args!("answer {text:?} does not mention {missing:?}"),
     );
     let reached: Vec<_> = suite
         .recorder
@@ -270,6 +252,55 @@ async fn run(suite: &mut Suite, c: &Case) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// POSTs `c`'s body to `path` with `Host: host` on a new connection, checks the status is
+/// `status` and that the connection then serves a normal request (a refused body was read
+/// whole); returns the answer's text (cut at 300 characters).
+async fn exchange(
+    suite: &mut Suite,
+    c: &Case,
+    host: &str,
+    path: &str,
+    status: u16,
+) -> anyhow::Result<String> {
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        c.body.len()
+    );
+    if let Some(n) = &c.header_length {
+        head.push_str(&format!("Inference-Header-Content-Length: {n}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut raw = head.into_bytes();
+    raw.extend_from_slice(&c.body);
+    let mut conn = H1::connect(suite.addr()?).await?;
+    conn.send(&raw, PATIENCE).await;
+    let answer = conn.answer(PATIENCE).await?;
+    let got = answer.as_ref().map_or(0, |a| a.status);
+    let text: String = answer
+        .map(|a| a.text())
+        .unwrap_or_default()
+        .chars()
+        .take(300)
+        .collect();
+    suite.check(
+        c.name,
+        got == status,
+        format_args!("{host}: status {got}, want {status} ({text})"),
+    );
+    conn.send(
+        format!("GET /c/{}/after HTTP/1.1\r\nHost: x.test\r\n\r\n", c.name).as_bytes(),
+        PATIENCE,
+    )
+    .await;
+    let next = conn.answer(PATIENCE).await?.map_or(0, |a| a.status);
+    suite.check(
+        c.name,
+        next == 200,
+        format_args!("{host}: next request on the connection: {next}"),
+    );
+    Ok(text)
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
