@@ -266,7 +266,15 @@ mod tests {
                 "{bad}"
             );
         }
-        for good in ["", "a.example:8080", "a.example:", "[::1]:80", "127.0.0.1"] {
+        for good in [
+            "",
+            "a.example:8080",
+            "a.example:",
+            "[::1]:80",
+            "127.0.0.1",
+            "my_svc.local",
+            "A.Example.",
+        ] {
             assert!(
                 check(build(Version::HTTP_11, "/x", Some(good)), None).is_ok(),
                 "{good:?}"
