@@ -35,6 +35,7 @@ fn cluster(n: u16, lb: LbPolicy) -> Cluster {
         idle_timeout: Duration::from_secs(90),
         outlier: Some(outlier.clone()),
         tls: None,
+        slow_start: None,
     };
     let c = Cluster::new(config, &Metrics::new(), Transport::Network, None);
     for (i, e) in c.endpoints().iter().enumerate() {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferry_config::OutlierDetection;
+use ferry_config::{OutlierDetection, SlowStart};
 
 /// Decay time constant of the latency estimate. Linkerd and Finagle use 10 s; with two
 /// identical replicas and ordinary jitter, one slow answer (a peak, taken at once) then keeps
@@ -31,6 +31,9 @@ pub struct Endpoint {
     /// End of the current ejection in nanoseconds after [`epoch`] (0: never ejected). An
     /// atomic, not in `state`: every pick checks it, often for endpoints it does not take.
     ejected_until: AtomicU64,
+    /// When the endpoint joined, in nanoseconds after [`epoch`]; 0 for one present when its
+    /// cluster was built (slow start ramps only endpoints that join later).
+    joined: u64,
     state: Mutex<State>,
 }
 
@@ -72,11 +75,41 @@ impl Endpoint {
             in_flight: AtomicUsize::new(0),
             consecutive_failures: AtomicU32::new(0),
             ejected_until: AtomicU64::new(0),
+            joined: 0,
             state: Mutex::new(State {
                 ewma_ns: DEFAULT_RTT.as_nanos() as f64,
                 updated: Instant::now(),
                 ejections: 0,
             }),
+        }
+    }
+
+    /// An endpoint joining a running cluster (a DNS answer that added it): slow start, when
+    /// configured, ramps its share from now.
+    pub fn joining(addr: SocketAddr) -> Self {
+        Self {
+            joined: since_epoch(Instant::now()),
+            ..Self::new(addr)
+        }
+    }
+
+    /// The share of its traffic the endpoint should get now under `slow`, in (0, 1]: ramping
+    /// linearly from `slow.initial` to 1 over `slow.window` after it joined or came back from
+    /// an ejection (as Envoy's `slow_start_config` with aggression 1).
+    pub fn share(&self, now: Instant, slow: Option<&SlowStart>) -> f64 {
+        let Some(slow) = slow else {
+            return 1.0;
+        };
+        let start = self.joined.max(self.ejected_until.load(Ordering::Relaxed));
+        let now = since_epoch(now);
+        if start == 0 || now <= start {
+            return 1.0;
+        }
+        let done = (now - start) as f64 / slow.window.as_nanos() as f64;
+        if done >= 1.0 {
+            1.0
+        } else {
+            slow.initial + (1.0 - slow.initial) * done
         }
     }
 
