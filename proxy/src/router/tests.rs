@@ -180,3 +180,30 @@ fn the_index_agrees_with_an_in_order_scan() {
         Some(&3)
     );
 }
+
+#[test]
+fn a_trailing_rest_template_matches_its_bare_prefix() {
+    // Found by the route_match fuzz target: the index filed `/v1/{rest=**}` under `/v1/`,
+    // so `/v1` (no segments for `rest`), which the template matches, found no route.
+    let template = PathTemplate {
+        source: "/v1/{rest=**}".into(),
+        segments: vec![
+            TemplateSegment::Literal("v1".into()),
+            TemplateSegment::Rest("rest".into()),
+        ],
+    };
+    let router = Router::new(vec![(
+        RouteMatch {
+            path: Some(PathMatch::Template(template)),
+            ..Default::default()
+        },
+        1,
+    )]);
+    let none = HeaderMap::new();
+    for path in ["/v1", "/v1/", "/v1/a/b"] {
+        let req = view(path, &none, None);
+        assert_eq!(router.route(&req), Some(&1), "{path}");
+        assert_eq!(router.route(&req), router.route_by_scan(&req));
+    }
+    assert_eq!(router.route(&view("/v10", &none, None)), None);
+}
