@@ -19,6 +19,7 @@ mod load;
 mod phases;
 mod report;
 mod script;
+mod setup;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -68,6 +69,8 @@ pub struct Options {
     pub fault: Duration,
     /// Length of the after phase.
     pub after: Duration,
+    /// Runs of each fault over each protocol.
+    pub reps: usize,
 }
 
 /// One fault over one protocol.
@@ -77,6 +80,8 @@ pub struct FaultRun {
     pub fault: Fault,
     /// Which protocol.
     pub proto: Proto,
+    /// Which repetition (from 1).
+    pub rep: usize,
     /// Steady, fault, after (drain: steady, after SIGTERM).
     pub phases: Vec<PhaseStats>,
     /// Drain only: failed requests that were due before SIGTERM (target 0).
@@ -150,14 +155,15 @@ pub fn run(opts: &Options) -> Result<Vec<FaultRun>> {
     let mut runs = Vec::new();
     for &fault in &opts.faults {
         for &proto in &opts.protos {
-            eprintln!("ferry-bench faults: {} over {}", fault.name(), proto.name());
-            let run = runtime
-                .block_on(script::run_one(opts, fault, proto))
-                .map_err(|e| {
-                    BenchError::Process(format!("{} over {}: {e}", fault.name(), proto.name()))
-                })?;
-            eprintln!("  {}", report::one_line(&run));
-            runs.push(run);
+            for rep in 1..=opts.reps.max(1) {
+                let what = format!("{} over {} (rep {rep})", fault.name(), proto.name());
+                eprintln!("ferry-bench faults: {what}");
+                let run = runtime
+                    .block_on(script::run_one(opts, fault, proto, rep))
+                    .map_err(|e| BenchError::Process(format!("{what}: {e}")))?;
+                eprintln!("  {}", report::one_line(&run));
+                runs.push(run);
+            }
         }
     }
     let ferry_version = crate::peers::version_line(&opts.ferry, &["--version"]);

@@ -184,8 +184,11 @@ struct FaultsArgs {
     #[arg(long, default_value_t = 2000)]
     rate: u32,
     /// Seconds of each phase: steady, fault, after.
-    #[arg(long, value_delimiter = ',', default_value = "3,4,3")]
+    #[arg(long, value_delimiter = ',', default_value = "3,5,3")]
     phases: Vec<f64>,
+    /// Runs of each fault over each protocol.
+    #[arg(long, default_value_t = 1)]
+    reps: usize,
     /// Results directory (default bench/results/<date>-faults).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -248,6 +251,7 @@ fn faults(args: FaultsArgs) -> anyhow::Result<ExitCode> {
         steady: secs(steady)?,
         fault: secs(fault)?,
         after: secs(after)?,
+        reps: args.reps,
     };
     let runs = faults::run(&opts)?;
     println!("results: {}", opts.out.display());

@@ -201,6 +201,7 @@ impl Dialer {
         }
         .map_err(|e| self.transport(sender, &e))?;
         let status = resp.status();
+        let headers = resp.headers().clone();
         let collected = resp
             .into_body()
             .collect()
@@ -213,9 +214,12 @@ impl Dialer {
             });
         }
         if grpc {
+            // A trailers-only answer (how proxies answer a call they fail themselves) carries
+            // the status in its headers.
             let code = collected
                 .trailers()
                 .and_then(|t| t.get("grpc-status"))
+                .or_else(|| headers.get("grpc-status"))
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("none")
                 .to_owned();

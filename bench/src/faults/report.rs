@@ -36,6 +36,7 @@ pub(super) fn write(opts: &Options, runs: &[FaultRun], ferry_version: &str) -> R
     let json = serde_json::json!({
         "machine": machine,
         "rate": opts.rate,
+        "reps": opts.reps,
         "phases_s": {
             "steady": opts.steady.as_secs_f64(),
             "fault": opts.fault.as_secs_f64(),
@@ -88,14 +89,17 @@ fn markdown(opts: &Options, runs: &[FaultRun], m: &Machine) -> String {
             continue;
         }
         let _ = writeln!(md, "## {}\n\n{}\n", fault.name(), describe(fault));
-        md.push_str("| proto | phase | sent | failed | failed % | p50 ms | p99 ms | max ms |\n");
-        md.push_str("|---|---|---:|---:|---:|---:|---:|---:|\n");
+        md.push_str(
+            "| proto | rep | phase | sent | failed | failed % | p50 ms | p99 ms | max ms |\n",
+        );
+        md.push_str("|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
         for run in &of_fault {
             for p in &run.phases {
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {} | {} | {:.3} | {:.2} | {:.2} | {:.1} |",
+                    "| {} | {} | {} | {} | {} | {:.3} | {:.2} | {:.2} | {:.1} |",
                     run.proto.name(),
+                    run.rep,
                     p.name,
                     p.sent,
                     p.failed,
@@ -108,7 +112,13 @@ fn markdown(opts: &Options, runs: &[FaultRun], m: &Machine) -> String {
         }
         md.push('\n');
         for run in &of_fault {
-            let _ = writeln!(md, "- **{}**: {}", run.proto.name(), notes(run));
+            let _ = writeln!(
+                md,
+                "- **{}, rep {}**: {}",
+                run.proto.name(),
+                run.rep,
+                notes(run)
+            );
         }
         md.push('\n');
     }
@@ -137,9 +147,10 @@ fn summary(md: &mut String, runs: &[FaultRun]) {
         };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.2} → {:.2} | {} | {} |",
+            "| {} | {} | {} | {} | {:.2} → {:.2} | {} | {} |",
             run.fault.name(),
             run.proto.name(),
+            run.rep,
             failed,
             steady.map_or(0.0, |p| p.p99_ms),
             fault.map_or(0.0, |p| p.p99_ms),
@@ -203,7 +214,8 @@ fn describe(fault: Fault) -> &'static str {
              are the same config; with two alternating files ferry's 150 ms settle window read \
              back the config it already had and skipped most reloads: 2 applied for 20 writes). \
              ferry applies at most one reload per settle window; `config_reloads_total` below \
-             is how many it applied. Target: 0 failed."
+             is how many it applied. Both endpoints answer 20 ms late in this run, so about \
+             40 requests are in flight at every reload. Target: 0 failed."
         }
         Fault::Identity => {
             "The listener is `tls.mode: strict`; the client speaks mutual TLS (full handshakes, \
@@ -213,8 +225,9 @@ fn describe(fault: Fault) -> &'static str {
         }
         Fault::Drain => {
             "SIGTERM to ferry when the fault starts (no successor: ferry does not share its \
-             port). Requests due before SIGTERM must all succeed (target 0 failed); requests \
-             due after it may only be refused."
+             port). Both endpoints answer 20 ms late in this run, so about 40 requests are in \
+             flight when SIGTERM lands. Requests due before SIGTERM must all succeed (target 0 \
+             failed); requests due after it may only be refused."
         }
     }
 }

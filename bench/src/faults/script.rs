@@ -3,28 +3,24 @@
 //! run from a plain thread beside the load (they spawn processes and write files; done on the
 //! load's one-thread runtime they would stall it and show up as latency).
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::client::{Dialer, Proto};
 use super::endpoint::{Endpoint, Mode};
-use super::ferry::{self, Config, Ferry, Identity, Source};
+use super::ferry::{self, Config, Ferry};
 use super::load::{self, Plan};
 use super::phases::{self, Phase};
+use super::setup::{Rotation, identity_files, loopback, start_endpoints, write_hosts};
 use super::{Fault, FaultRun, Options};
 use crate::error::{BenchError, IoContext, Result};
-use crate::mtls::{Certs, Workload};
 use crate::targets::free_port;
 
 /// Counted from this far into the run: the first connections and the first requests' lazy
 /// set-up are not the steady state.
 const WARM_UP: Duration = Duration::from_millis(500);
-/// The DNS fault's host name, known only to ferry's private `/etc/hosts`.
-const DNS_NAME: &str = "models.faults.test";
-/// How often the DNS fault's answer flips, and how often ferry re-resolves.
+/// How often the DNS fault's answer flips.
 const DNS_FLIP: Duration = Duration::from_secs(1);
-const DNS_REFRESH: Duration = Duration::from_millis(250);
 /// How often the reload fault rewrites the config (the figure).
 const RELOAD_EVERY: Duration = Duration::from_millis(100);
 /// How often the identity fault swaps the listener's certificate.
@@ -43,18 +39,17 @@ struct Stage {
     notes: Vec<String>,
 }
 
-/// The identity fault's two certificate sets and the kubelet-style directory ferry reads.
-struct Rotation {
-    dir: PathBuf,
-    sets: [Workload; 2],
-}
-
 /// Runs `fault` over `proto` and measures it.
-pub(super) async fn run_one(opts: &Options, fault: Fault, proto: Proto) -> Result<FaultRun> {
+pub(super) async fn run_one(
+    opts: &Options,
+    fault: Fault,
+    proto: Proto,
+    rep: usize,
+) -> Result<FaultRun> {
     let work = opts.work.join(format!("{}-{}", fault.name(), proto.name()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).ctx(|| format!("creating {}", work.display()))?;
-    let (endpoints, source, hosts) = start_endpoints(fault, &work)?;
+    let (mut endpoints, source, hosts) = start_endpoints(fault, &work)?;
     let (identity, rotation, client_certs) = match fault {
         Fault::Identity => {
             let (identity, rotation, certs) = identity_files(&work)?;
@@ -69,6 +64,11 @@ pub(super) async fn run_one(opts: &Options, fault: Fault, proto: Proto) -> Resul
         generation: 0,
         identity,
     };
+    if matches!(fault, Fault::Reload | Fault::Drain) {
+        for e in &mut endpoints {
+            e.set(Mode::Delay)?;
+        }
+    }
     let mut proxy = Ferry::start(&opts.ferry, &work, &config, hosts.as_deref()).await?;
     let dialer = match &client_certs {
         Some(certs) => Dialer::mtls(proxy.addr, proto, certs)?,
@@ -146,9 +146,10 @@ pub(super) async fn run_one(opts: &Options, fault: Fault, proto: Proto) -> Resul
         }
     }
     if !recorded.leaves.is_empty() {
-        let seen: Vec<String> = recorded
-            .leaves
-            .values()
+        let mut leaves: Vec<&(Duration, u64)> = recorded.leaves.values().collect();
+        leaves.sort();
+        let seen: Vec<String> = leaves
+            .into_iter()
             .map(|(first, conns)| {
                 format!("first at {:.1} s, {conns} connections", first.as_secs_f64())
             })
@@ -168,6 +169,7 @@ pub(super) async fn run_one(opts: &Options, fault: Fault, proto: Proto) -> Resul
     Ok(FaultRun {
         fault,
         proto,
+        rep,
         phases: stats,
         failed_before_sigterm,
         target_pct,
@@ -191,102 +193,6 @@ async fn counters(proxy: &Ferry) -> String {
         }
     }
     format!("ferry counters: {}", parts.join(", "))
-}
-
-/// Two endpoints on 127.0.0.1; for the DNS fault three on 127.0.0.2–4 sharing one port (a
-/// name resolves to addresses, not ports) and a hosts file answering the first two.
-fn start_endpoints(fault: Fault, work: &Path) -> Result<(Vec<Endpoint>, Source, Option<PathBuf>)> {
-    if fault != Fault::Dns {
-        let any = SocketAddr::from(([127, 0, 0, 1], 0));
-        let endpoints = vec![Endpoint::start(any)?, Endpoint::start(any)?];
-        let source = Source::Endpoints(endpoints.iter().map(|e| e.addr).collect());
-        return Ok((endpoints, source, None));
-    }
-    let first = Endpoint::start(SocketAddr::new(loopback(2), 0))?;
-    let port = first.addr.port();
-    let mut endpoints = vec![first];
-    for host in [3, 4] {
-        endpoints.push(Endpoint::start(SocketAddr::new(loopback(host), port))?);
-    }
-    let hosts = work.join("hosts");
-    write_hosts(&hosts, &[loopback(2), loopback(3)])?;
-    let source = Source::Dns {
-        name: format!("{DNS_NAME}:{port}"),
-        refresh: DNS_REFRESH,
-    };
-    Ok((endpoints, source, Some(hosts)))
-}
-
-fn loopback(last: u8) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(127, 0, 0, last))
-}
-
-/// Rewrites the hosts file in place: ferry's namespace has this very inode bound over
-/// `/etc/hosts`, so a rename would not be seen. Both answers are the same length, so the
-/// window in which a lookup could read a half-written file is one short write.
-fn write_hosts(path: &Path, addrs: &[IpAddr]) -> Result<()> {
-    let mut text = String::from("127.0.0.1 localhost\n");
-    for a in addrs {
-        text.push_str(&format!("{a} {DNS_NAME}\n"));
-    }
-    std::fs::write(path, text).ctx(|| format!("writing {}", path.display()))
-}
-
-/// Two certificate sets (two CAs, both trusted by ferry and the client, as during a trust
-/// rotation), and the listener's files as a Kubernetes Secret volume lays them out:
-/// `tls.crt` → `..data/tls.crt`, `..data` → a versioned directory, swapped atomically.
-fn identity_files(work: &Path) -> Result<(Identity, Rotation, Certs)> {
-    let a = Certs::generate(&work.join("certs-a"))?;
-    let b = Certs::generate(&work.join("certs-b"))?;
-    let bundle = work.join("trust-bundle.crt");
-    let mut pem = std::fs::read_to_string(&a.ca).ctx(|| "reading CA a".into())?;
-    pem.push_str(&std::fs::read_to_string(&b.ca).ctx(|| "reading CA b".into())?);
-    std::fs::write(&bundle, pem).ctx(|| "writing the trust bundle".into())?;
-    let dir = work.join("identity");
-    std::fs::create_dir_all(&dir).ctx(|| format!("creating {}", dir.display()))?;
-    for name in ["tls.crt", "tls.key"] {
-        std::os::unix::fs::symlink(format!("..data/{name}"), dir.join(name))
-            .ctx(|| format!("linking {name}"))?;
-    }
-    let rotation = Rotation {
-        dir: dir.clone(),
-        sets: [a.inbound.clone(), b.inbound.clone()],
-    };
-    rotation.publish(0)?;
-    let identity = Identity {
-        cert: dir.join("tls.crt"),
-        key: dir.join("tls.key"),
-        trust: vec![bundle.clone()],
-    };
-    let client = Certs {
-        ca: bundle,
-        inbound: a.inbound,
-        outbound: a.outbound,
-    };
-    Ok((identity, rotation, client))
-}
-
-// === impl Rotation ===
-
-impl Rotation {
-    /// Makes set `which` current: a new versioned directory, then `..data` renamed onto it.
-    fn publish(&self, which: usize) -> Result<()> {
-        let set = &self.sets[which % 2];
-        let version = format!(
-            "..v{}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        );
-        let versioned = self.dir.join(&version);
-        std::fs::create_dir_all(&versioned).ctx(|| "creating a secret version".into())?;
-        std::fs::copy(&set.cert, versioned.join("tls.crt")).ctx(|| "copying tls.crt".into())?;
-        std::fs::copy(&set.key, versioned.join("tls.key")).ctx(|| "copying tls.key".into())?;
-        let tmp = self.dir.join("..data_tmp");
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(&version, &tmp).ctx(|| "linking ..data_tmp".into())?;
-        std::fs::rename(&tmp, self.dir.join("..data")).ctx(|| "swapping ..data".into())
-    }
 }
 
 /// The fault's timeline, on its own thread. Returns the stage for the caller to inspect.
@@ -360,10 +266,38 @@ fn act(
             stage.notes.push(format!("identity swapped {swaps} times"));
         }
         Fault::Drain => {
+            let sent = Instant::now();
             Ferry::terminate(stage.ferry_pid)?;
+            // The process is our child and stays a zombie until reaped, so its exit shows as
+            // state `Z` in /proc.
+            let exited = loop {
+                if !alive(stage.ferry_pid) {
+                    break Some(sent.elapsed());
+                }
+                if sent.elapsed() > Duration::from_secs(15) {
+                    break None;
+                }
+                sleep_until(Instant::now() + Duration::from_millis(2));
+            };
+            stage.notes.push(match exited {
+                Some(t) => format!(
+                    "ferry exited {:.0} ms after SIGTERM",
+                    t.as_secs_f64() * 1000.0
+                ),
+                None => "ferry still running 15 s after SIGTERM".to_owned(),
+            });
         }
     }
     Ok(stage)
+}
+
+/// Whether `pid` is running (not gone, not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
 }
 
 // A plain thread that only waits for the next step of the timeline.
