@@ -3,7 +3,7 @@
 //! outlier ejection configured as a user would (`configs/ferry-faults.yaml`), driven at a fixed
 //! rate in open loop over one protocol at a time (HTTP/1.1, HTTP/2, gRPC unary), while one
 //! fault is injected: each run is *steady → fault → after*, and every request counts in the
-//! phase it was due in.
+//! phase in which it ended.
 //!
 //! Faults ([`Fault`]): an endpoint killed and restarted, an endpoint that hangs, one that
 //! resets, the DNS answer of the cluster's name changing, a config reload every 100 ms, the

@@ -71,7 +71,8 @@ fn markdown(opts: &Options, runs: &[FaultRun], m: &Machine) -> String {
         "\nLoad: {} req/s open loop, one protocol per run (h1: `GET /`, 64 keep-alive \
          connections; h2: `GET /`, 4 connections × 32 streams; grpc: unary echo, 4 × 32). \
          Phases: steady {:.1} s (first 0.5 s not counted), fault {:.1} s, after {:.1} s; a \
-         request counts in the phase it was due in. Failed = status ≠ 200, gRPC status ≠ 0 or \
+         request counts in the phase in which it ended (answered or failed), so one in flight \
+         when the fault starts and failing then is the fault's. Failed = status ≠ 200, gRPC status ≠ 0 or \
          a transport error. Latency from the due time (coordinated-omission corrected), of \
          the successful requests. Each run starts its own ferry and endpoints. ferry config: \
          `configs/ferry-faults.yaml` (2 endpoints, p2c-ewma, retry 2 attempts on \

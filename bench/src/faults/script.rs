@@ -107,6 +107,8 @@ pub(super) async fn run_one(
     let mut stage = script
         .await
         .map_err(|e| BenchError::Process(format!("fault script: {e}")))??;
+    // The last phase also takes the answers that arrive after the last request was due.
+    let tail = total + Duration::from_secs(60);
     let mut phase_list = vec![Phase {
         name: "steady",
         from: WARM_UP,
@@ -115,13 +117,17 @@ pub(super) async fn run_one(
     phase_list.push(Phase {
         name: "fault",
         from: fault_at,
-        to: after_at,
+        to: if fault == Fault::Drain {
+            tail
+        } else {
+            after_at
+        },
     });
     if fault != Fault::Drain {
         phase_list.push(Phase {
             name: "after",
             from: after_at,
-            to: total,
+            to: tail,
         });
     }
     let stats = phases::account(&phase_list, &recorded.samples)?;
