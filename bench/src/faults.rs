@@ -166,7 +166,11 @@ pub fn run(opts: &Options) -> Result<Vec<FaultRun>> {
             }
         }
     }
-    let ferry_version = crate::peers::version_line(&opts.ferry, &["--version"]);
+    let ferry_version = format!(
+        "{} ({})",
+        crate::peers::version_line(&opts.ferry, &["--version"]),
+        opts.ferry.display()
+    );
     report::write(opts, &runs, &ferry_version)?;
     Ok(runs)
 }

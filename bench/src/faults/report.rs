@@ -129,9 +129,9 @@ fn markdown(opts: &Options, runs: &[FaultRun], m: &Machine) -> String {
 fn summary(md: &mut String, runs: &[FaultRun]) {
     md.push_str("## Summary\n\n");
     md.push_str(
-        "| fault | proto | fault-phase failed | p99 steady → fault (ms) | target | met |\n",
+        "| fault | proto | rep | failed in the fault phase | p99 steady → fault (ms) | target | met |\n",
     );
-    md.push_str("|---|---|---:|---|---|---|\n");
+    md.push_str("|---|---|---:|---:|---|---|---|\n");
     for run in runs {
         let steady = run.phases.first();
         let fault = run.phases.get(1);
@@ -141,7 +141,7 @@ fn summary(md: &mut String, runs: &[FaultRun]) {
             (_, None) => "–".to_owned(),
         };
         let failed = match run.failed_before_sigterm {
-            Some(n) => format!("{n} in flight",),
+            Some(n) => format!("{n} of those due before SIGTERM"),
             None => fault.map_or(String::new(), |f| {
                 format!("{}/{} ({:.3} %)", f.failed, f.sent, f.failed_pct)
             }),
@@ -191,7 +191,9 @@ fn describe(fault: Fault) -> &'static str {
     match fault {
         Fault::Killed => {
             "Endpoint 1 of 2 `SIGKILL`ed when the fault starts (port closed, connections \
-             dropped), restarted on the same port when it ends. Target: ≤ 0.1 % failed."
+             dropped), restarted on the same port when it ends. Once ejected it stays out for \
+             the default 10 s ejection, longer than the after phase, so the restarted endpoint \
+             answers nothing here. Target: ≤ 0.1 % failed."
         }
         Fault::Hangs => {
             "Endpoint 1 of 2 reads requests and never answers during the fault (connections \
