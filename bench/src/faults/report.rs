@@ -190,17 +190,20 @@ fn notes(run: &FaultRun) -> String {
 fn describe(fault: Fault) -> &'static str {
     match fault {
         Fault::Killed => {
-            "Endpoint 1 (the second of two, numbered from 0 below) `SIGKILL`ed when the fault starts (port closed, connections \
+            "Endpoint 1 (the second of two, numbered from 0 below) \
+             `SIGKILL`ed when the fault starts (port closed, connections \
              dropped), restarted on the same port when it ends. Once ejected it stays out for \
              the default 10 s ejection, longer than the after phase, so the restarted endpoint \
              answers nothing here. Target: ≤ 0.1 % failed."
         }
         Fault::Hangs => {
-            "Endpoint 1 (the second of two, numbered from 0 below) reads requests and never answers during the fault (connections \
+            "Endpoint 1 (the second of two, numbered from 0 below) \
+             reads requests and never answers during the fault (connections \
              stay open); ferry's per-try timeout (250 ms) and retry must move the request."
         }
         Fault::Resets => {
-            "Endpoint 1 (the second of two, numbered from 0 below) refuses every request with a reset during the fault: HTTP/1.1 \
+            "Endpoint 1 (the second of two, numbered from 0 below) \
+             refuses every request with a reset during the fault: HTTP/1.1 \
              (h1 and h2 `GET`s go upstream over HTTP/1.1) connection reset (RST) before any \
              answer; gRPC (upstream HTTP/2) `RST_STREAM`."
         }
