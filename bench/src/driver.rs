@@ -109,7 +109,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
 }
 
 /// The load generator shares core 0 with the upstream; core 1 belongs to the proxy.
-fn pin_self_to_core0() -> Result<()> {
+pub(crate) fn pin_self_to_core0() -> Result<()> {
     let status = Command::new("taskset")
         .args(["-a", "-p", "-c", "0", &std::process::id().to_string()])
         .stdout(Stdio::null())
