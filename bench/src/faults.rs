@@ -12,11 +12,11 @@
 //! of the successful ones; results.md and results.json in the results directory. See the
 //! faults section of bench/README.md.
 
-mod client;
-mod endpoint;
-mod ferry;
-mod load;
-mod phases;
+pub(crate) mod client;
+pub(crate) mod endpoint;
+pub(crate) mod ferry;
+pub(crate) mod load;
+pub(crate) mod phases;
 mod report;
 mod script;
 mod setup;

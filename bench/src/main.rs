@@ -66,6 +66,10 @@ enum Sub {
     /// Faults under load: ferry in front of two endpoints while one fault at a time is
     /// injected (see bench/README.md); writes results.md and results.json.
     Faults(FaultsArgs),
+    /// Load balancing: how ferry (p2c-ewma, round-robin) and Envoy (LEAST_REQUEST,
+    /// ROUND_ROBIN) spread requests over two replicas, identical or one 10× slower (see
+    /// bench/README.md); writes results.md and results.json.
+    Spread(SpreadArgs),
     /// One endpoint of the faults bench (used by `faults`; prints "listening <addr>", takes
     /// `normal`, `hang`, `reset`, `count` on stdin, exits when stdin closes).
     FaultUpstream {
@@ -90,6 +94,7 @@ fn main() -> ExitCode {
         Some(Sub::OtlpSink { listen }) => otlp_sink(listen),
         Some(Sub::Faults(args)) => faults(args),
         Some(Sub::FaultUpstream { listen }) => fault_upstream(listen),
+        Some(Sub::Spread(args)) => spread(args),
         None => bench(cli),
     };
     match result {
@@ -266,6 +271,90 @@ fn faults(args: FaultsArgs) -> anyhow::Result<ExitCode> {
         eprintln!("ferry-bench faults: targets missed: {}", missed.join(", "));
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// Options of `ferry-bench spread`.
+#[derive(Debug, clap::Args)]
+struct SpreadArgs {
+    /// Comma-separated balancers (default: all): ferry-p2c-ewma, ferry-round-robin,
+    /// envoy-least-request, envoy-round-robin.
+    #[arg(long, value_delimiter = ',')]
+    balancers: Vec<String>,
+    /// Results directory (default bench/results/<date>-spread).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The ferry binary (default: beside this binary, else <target>/release/ferry).
+    #[arg(long)]
+    ferry: Option<PathBuf>,
+    /// The Envoy binary (default: the bench's pinned Envoy under <workspace>/target/peers,
+    /// installed when missing).
+    #[arg(long)]
+    envoy: Option<PathBuf>,
+}
+
+fn spread(args: SpreadArgs) -> anyhow::Result<ExitCode> {
+    use ferry_bench::spread::{self, Balancer, Binaries, Options};
+    let workspace = driver::workspace_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let ferry = args.ferry.unwrap_or_else(|| default_ferry(&target));
+    if !ferry.is_file() {
+        bail!(
+            "no ferry binary at {} (cargo build --release -p ferry)",
+            ferry.display()
+        );
+    }
+    let balancers = if args.balancers.is_empty() {
+        Balancer::ALL.to_vec()
+    } else {
+        args.balancers
+            .iter()
+            .map(|b| Balancer::parse(b).with_context(|| format!("unknown balancer {b:?}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let envoy = match args.envoy {
+        Some(path) => Some(path),
+        None if balancers.iter().any(|b| b.is_envoy()) => Some(
+            ferry_bench::peers::ensure_envoy(&workspace.join("target/peers"))
+                .context("Envoy for the Envoy balancers (or pass --envoy PATH)")?,
+        ),
+        None => None,
+    };
+    let opts = Options {
+        bins: Binaries { ferry, envoy },
+        out: args.out.unwrap_or_else(|| {
+            workspace
+                .join("bench/results")
+                .join(format!("{}-spread", today()))
+        }),
+        work: target.join("bench-work/spread"),
+        balancers,
+    };
+    let runs = spread::run(&opts)?;
+    println!("results: {}", opts.out.display());
+    let missed: Vec<String> = runs
+        .iter()
+        .filter(|r| {
+            r.spread_met == Some(false) || r.slow.is_some_and(|v| !(v.share_met && v.p99_met))
+        })
+        .map(|r| format!("{} on {}", r.case.name, r.balancer.name()))
+        .collect();
+    if missed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("ferry-bench spread: targets missed: {}", missed.join(", "));
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// ferry beside this binary, else the release build in `target`.
+fn default_ferry(target: &std::path::Path) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("ferry")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| target.join("release/ferry"))
 }
 
 fn fault_upstream(listen: SocketAddr) -> anyhow::Result<ExitCode> {

@@ -9,14 +9,16 @@
 //!
 //! Commands, one per line on stdin: `normal`, `hang` (requests are read and never answered),
 //! `reset` (every request is refused: HTTP/1.1 connection reset, HTTP/2 `RST_STREAM`), `delay`
-//! (every answer 20 ms late), `count` (prints `count N`, the requests answered so far). EOF on
-//! stdin ends the process.
+//! (every answer 20 ms late), `count` (prints `count N`, the requests answered so far),
+//! `service MICROS` (in `normal` mode, every answer that long late: the service time of the
+//! spread bench's replicas, `0` for none). EOF on stdin ends the process.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -126,6 +128,12 @@ impl Endpoint {
         writeln!(self.stdin, "{}", mode.command()).ctx(|| "commanding the fault upstream".into())
     }
 
+    /// Sets the service time of `normal` answers (the spread bench's fast and slow replicas).
+    pub fn set_service(&mut self, service: std::time::Duration) -> Result<()> {
+        writeln!(self.stdin, "service {}", service.as_micros())
+            .ctx(|| "commanding the fault upstream".into())
+    }
+
     /// Requests answered since the process started.
     pub fn answered(&mut self) -> Result<u64> {
         writeln!(self.stdin, "count").ctx(|| "asking the fault upstream".into())?;
@@ -159,10 +167,18 @@ impl Drop for Endpoint {
     }
 }
 
+/// What the command thread sets and the connections read.
+#[derive(Debug, Default)]
+struct Shared {
+    mode: AtomicU8,
+    answered: AtomicU64,
+    /// Added to every `normal` answer, µs.
+    service_us: AtomicU64,
+}
+
 /// The child process's side: serves `listen` until stdin closes.
 pub fn serve_child(listen: SocketAddr) -> Result<()> {
-    let mode = Arc::new(AtomicU8::new(Mode::Normal as u8));
-    let answered = Arc::new(AtomicU64::new(0));
+    let shared = Arc::new(Shared::default());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -174,7 +190,7 @@ pub fn serve_child(listen: SocketAddr) -> Result<()> {
     let mut out = std::io::stdout();
     writeln!(out, "listening {bound}").ctx(|| "writing to stdout".into())?;
     out.flush().ctx(|| "flushing stdout".into())?;
-    let (m, a) = (mode.clone(), answered.clone());
+    let commands = shared.clone();
     // Commands arrive on a plain thread: stdin is blocking and the runtime has one thread.
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {
@@ -182,35 +198,39 @@ pub fn serve_child(listen: SocketAddr) -> Result<()> {
             match line.trim() {
                 "count" => {
                     let mut out = std::io::stdout();
-                    let _ = writeln!(out, "count {}", a.load(Ordering::Relaxed));
+                    let _ = writeln!(out, "count {}", commands.answered.load(Ordering::Relaxed));
                     let _ = out.flush();
                 }
                 other => {
-                    if let Some(next) = Mode::parse(other) {
-                        m.store(next as u8, Ordering::Relaxed);
+                    if let Some(us) = other.strip_prefix("service ") {
+                        if let Ok(us) = us.parse() {
+                            commands.service_us.store(us, Ordering::Relaxed);
+                        }
+                    } else if let Some(next) = Mode::parse(other) {
+                        commands.mode.store(next as u8, Ordering::Relaxed);
                     }
                 }
             }
         }
         std::process::exit(0);
     });
-    runtime.block_on(accept_loop(listener, mode, answered));
+    runtime.block_on(accept_loop(listener, shared));
     Ok(())
 }
 
-async fn accept_loop(listener: TcpListener, mode: Arc<AtomicU8>, answered: Arc<AtomicU64>) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
         let _ = stream.set_nodelay(true);
         let _ = stream.set_zero_linger();
-        let (mode, answered) = (mode.clone(), answered.clone());
+        let shared = shared.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-                let (mode, answered) = (mode.clone(), answered.clone());
+                let shared = shared.clone();
                 async move {
-                    match mode.load(Ordering::Relaxed) {
+                    match shared.mode.load(Ordering::Relaxed) {
                         m if m == Mode::Hang as u8 => {
                             // Hold the request (and its connection) without a word; ferry's
                             // timeouts must give up on it.
@@ -223,8 +243,12 @@ async fn accept_loop(listener: TcpListener, mode: Arc<AtomicU8>, answered: Arc<A
                             if m == Mode::Delay as u8 {
                                 tokio::time::sleep(DELAY).await;
                             }
+                            let service = shared.service_us.load(Ordering::Relaxed);
+                            if service > 0 {
+                                tokio::time::sleep(Duration::from_micros(service)).await;
+                            }
                             let resp = crate::upstream::handle(req).await;
-                            answered.fetch_add(1, Ordering::Relaxed);
+                            shared.answered.fetch_add(1, Ordering::Relaxed);
                             resp.map_err(|never| match never {})
                         }
                     }

@@ -131,12 +131,25 @@ impl Ferry {
         config: &Config,
         hosts: Option<&Path>,
     ) -> Result<Self> {
+        let ports = (config.port, config.admin);
+        Self::start_text(bin, workdir, &config.render(), ports, hosts).await
+    }
+
+    /// As [`Ferry::start`], on a config text of the caller's (the spread bench's own
+    /// template) listening on `ports` (listener, admin).
+    pub(crate) async fn start_text(
+        bin: &Path,
+        workdir: &Path,
+        text: &str,
+        (port, admin): (u16, u16),
+        hosts: Option<&Path>,
+    ) -> Result<Self> {
         std::fs::create_dir_all(workdir).ctx(|| format!("creating {}", workdir.display()))?;
         let config_dir = workdir.join("config");
         std::fs::create_dir_all(&config_dir)
             .ctx(|| format!("creating {}", config_dir.display()))?;
         let config_path = config_dir.join("ferry.yaml");
-        write_atomically(&config_path, &config.render())?;
+        write_atomically(&config_path, text)?;
         let log = std::fs::File::create(workdir.join("ferry.log"))
             .ctx(|| "creating the ferry log".into())?;
         let mut cmd = match hosts {
@@ -170,8 +183,8 @@ impl Ferry {
         let mut ferry = Self {
             child,
             config_path,
-            admin: SocketAddr::from(([127, 0, 0, 1], config.admin)),
-            addr: SocketAddr::from(([127, 0, 0, 1], config.port)),
+            admin: SocketAddr::from(([127, 0, 0, 1], admin)),
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
         };
         ferry.wait_ready().await?;
         Ok(ferry)
@@ -255,7 +268,7 @@ impl Drop for Ferry {
 }
 
 /// One admin request over a fresh connection; the whole answer, head included.
-async fn admin_get(admin: SocketAddr, path: &str) -> Result<String> {
+pub(crate) async fn admin_get(admin: SocketAddr, path: &str) -> Result<String> {
     let mut tcp = TcpStream::connect(admin)
         .await
         .ctx(|| format!("connecting to admin {admin}"))?;
