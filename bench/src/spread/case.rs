@@ -126,7 +126,7 @@ pub async fn run(
     }
     let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
     let running = balancer.start(bins, workdir, &addrs).await?;
-    let (stop, sampler) = sample_counts(std::mem::take(replicas))?;
+    let sampler = Sampler::start(std::mem::take(replicas))?;
     let plan = Plan {
         dialer: Dialer::plain(running.addr(), Proto::Http1),
         connections: case.connections,
@@ -136,11 +136,8 @@ pub async fn run(
         recycle_after: None,
     };
     let recorded = load::run(plan, Instant::now()).await;
-    drop(stop);
     drop(running);
-    let (back, ticks) = sampler
-        .join()
-        .map_err(|_| BenchError::Process("the counter sampler panicked".into()))?;
+    let (back, ticks) = sampler.finish()?;
     *replicas = back;
     let ticks = ticks?;
     let recorded = recorded?;
@@ -180,35 +177,47 @@ pub async fn run(
 
 type Ticks = Result<Vec<Vec<u64>>>;
 
-/// Reads every replica's counter now, then once per [`TICK`] on a thread of its own (the
-/// reads block on the replicas' pipes) until the returned sender is dropped, and once more
-/// then. The thread gives the replicas back with the readings.
-fn sample_counts(
-    mut replicas: Vec<Endpoint>,
-) -> Result<(
-    mpsc::Sender<()>,
-    std::thread::JoinHandle<(Vec<Endpoint>, Ticks)>,
-)> {
-    let first = read_all(&mut replicas)?;
-    let (stop, stopped) = mpsc::channel::<()>();
-    let handle = std::thread::spawn(move || {
-        let mut ticks = vec![first];
-        let result = loop {
-            let done = !matches!(
-                stopped.recv_timeout(TICK),
-                Err(mpsc::RecvTimeoutError::Timeout)
-            );
-            match read_all(&mut replicas) {
-                Ok(counts) => ticks.push(counts),
-                Err(e) => break Err(e),
-            }
-            if done {
-                break Ok(ticks);
-            }
-        };
-        (replicas, result)
-    });
-    Ok((stop, handle))
+/// The thread reading the replicas' counters during a run.
+struct Sampler {
+    stop: mpsc::Sender<()>,
+    handle: std::thread::JoinHandle<(Vec<Endpoint>, Ticks)>,
+}
+
+// === impl Sampler ===
+
+impl Sampler {
+    /// Reads every replica's counter now, then once per [`TICK`] on a thread of its own (the
+    /// reads block on the replicas' pipes) until [`Sampler::finish`].
+    fn start(mut replicas: Vec<Endpoint>) -> Result<Self> {
+        let first = read_all(&mut replicas)?;
+        let (stop, stopped) = mpsc::channel::<()>();
+        let handle = std::thread::spawn(move || {
+            let mut ticks = vec![first];
+            let result = loop {
+                let done = !matches!(
+                    stopped.recv_timeout(TICK),
+                    Err(mpsc::RecvTimeoutError::Timeout)
+                );
+                match read_all(&mut replicas) {
+                    Ok(counts) => ticks.push(counts),
+                    Err(e) => break Err(e),
+                }
+                if done {
+                    break Ok(ticks);
+                }
+            };
+            (replicas, result)
+        });
+        Ok(Self { stop, handle })
+    }
+
+    /// Takes a last reading and gives the replicas back with every reading.
+    fn finish(self) -> Result<(Vec<Endpoint>, Ticks)> {
+        drop(self.stop);
+        self.handle
+            .join()
+            .map_err(|_| BenchError::Process("the counter sampler panicked".into()))
+    }
 }
 
 fn read_all(replicas: &mut [Endpoint]) -> Result<Vec<u64>> {
