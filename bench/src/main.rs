@@ -290,6 +290,9 @@ struct SpreadArgs {
     /// installed when missing).
     #[arg(long)]
     envoy: Option<PathBuf>,
+    /// Runs of every case on every balancer (about 3 minutes each).
+    #[arg(long, default_value_t = 1)]
+    reps: usize,
 }
 
 fn spread(args: SpreadArgs) -> anyhow::Result<ExitCode> {
@@ -330,6 +333,7 @@ fn spread(args: SpreadArgs) -> anyhow::Result<ExitCode> {
         }),
         work: target.join("bench-work/spread"),
         balancers,
+        reps: args.reps,
     };
     let runs = spread::run(&opts)?;
     println!("results: {}", opts.out.display());

@@ -36,6 +36,9 @@ pub struct Options {
     pub work: PathBuf,
     /// Balancers to compare, in run order.
     pub balancers: Vec<Balancer>,
+    /// Runs of every case on every balancer (repetitions outermost, so drift on a shared
+    /// machine spreads over all balancers).
+    pub reps: usize,
 }
 
 /// Runs every case on every balancer and writes the results; returns the runs (a run that
@@ -50,26 +53,29 @@ pub fn run(opts: &Options) -> Result<Vec<CaseRun>> {
     let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
     let mut replicas = vec![Endpoint::start(any_port)?, Endpoint::start(any_port)?];
     let mut runs = Vec::new();
-    for &balancer in &opts.balancers {
-        let workdir = opts.work.join(balancer.name());
-        let mut mine: Vec<CaseRun> = Vec::new();
-        for case in Case::ALL {
-            let what = format!("{} on {}", case.name, balancer.name());
-            eprintln!("ferry-bench spread: {what}");
-            let run = runtime
-                .block_on(case::run(
-                    &opts.bins,
-                    &workdir,
-                    balancer,
-                    case,
-                    &mut replicas,
-                ))
-                .map_err(|e| BenchError::Process(format!("{what}: {e}")))?;
-            eprintln!("  {}", report::one_line(&run));
-            mine.push(run);
+    for rep in 1..=opts.reps.max(1) {
+        for &balancer in &opts.balancers {
+            let workdir = opts.work.join(balancer.name());
+            let mut mine: Vec<CaseRun> = Vec::new();
+            for case in Case::ALL {
+                let what = format!("{} on {} (rep {rep})", case.name, balancer.name());
+                eprintln!("ferry-bench spread: {what}");
+                let mut run = runtime
+                    .block_on(case::run(
+                        &opts.bins,
+                        &workdir,
+                        balancer,
+                        case,
+                        &mut replicas,
+                    ))
+                    .map_err(|e| BenchError::Process(format!("{what}: {e}")))?;
+                run.rep = rep;
+                eprintln!("  {}", report::one_line(&run));
+                mine.push(run);
+            }
+            judge_slow(&mut mine);
+            runs.extend(mine);
         }
-        judge_slow(&mut mine);
-        runs.extend(mine);
     }
     let mut versions = vec![(
         "ferry".to_owned(),

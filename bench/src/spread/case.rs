@@ -53,6 +53,8 @@ pub struct CaseRun {
     pub balancer: Balancer,
     /// Which case.
     pub case: Case,
+    /// Which repetition (from 1).
+    pub rep: usize,
     /// Requests each replica answered during the load.
     pub served: Vec<u64>,
     /// Each replica's share of `served`.
@@ -162,6 +164,7 @@ pub async fn run(
     Ok(CaseRun {
         balancer,
         case,
+        rep: 1,
         shares: verdict::shares(&served).unwrap_or_default(),
         spread_met: (!case.slow).then(|| verdict::spread_met(&served)),
         served,

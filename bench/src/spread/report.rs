@@ -85,7 +85,7 @@ fn markdown(opts: &Options, runs: &[CaseRun], m: &Machine) -> String {
     );
     summary(&mut md, opts, runs);
     for case in Case::ALL {
-        case_table(&mut md, case, runs);
+        case_table(&mut md, case, runs, opts.reps.max(1));
     }
     md.push_str("\n## Replica A's share, second by second\n\n");
     for run in runs {
@@ -97,7 +97,7 @@ fn markdown(opts: &Options, runs: &[CaseRun], m: &Machine) -> String {
         let _ = writeln!(
             md,
             "- {} / {}: {}",
-            run.balancer.name(),
+            who(run, opts.reps.max(1)),
             run.case.name,
             seconds.join(" ")
         );
@@ -121,8 +121,12 @@ fn summary(md: &mut String, opts: &Options, runs: &[CaseRun]) {
         };
         let _ = write!(md, "| {} | {target} |", case.name);
         for &b in &opts.balancers {
-            let cell = find(runs, b, case).map_or("–".to_owned(), cell);
-            let _ = write!(md, " {cell} |");
+            let cells: Vec<String> = runs
+                .iter()
+                .filter(|r| r.balancer == b && r.case == case)
+                .map(cell)
+                .collect();
+            let _ = write!(md, " {} |", cells.join("<br>"));
         }
         md.push('\n');
     }
@@ -142,7 +146,7 @@ fn cell(run: &CaseRun) -> String {
     }
 }
 
-fn case_table(md: &mut String, case: Case, runs: &[CaseRun]) {
+fn case_table(md: &mut String, case: Case, runs: &[CaseRun], reps: usize) {
     let _ = writeln!(
         md,
         "\n## {}: {} req/s, {} requests, {} connections\n",
@@ -159,9 +163,12 @@ fn case_table(md: &mut String, case: Case, runs: &[CaseRun]) {
              |---|---|---|---|---|---|---|\n",
         );
     }
-    for run in runs.iter().filter(|r| r.case == case) {
+    let mut mine: Vec<&CaseRun> = runs.iter().filter(|r| r.case == case).collect();
+    // Grouped by balancer, repetitions together (they ran interleaved).
+    mine.sort_by_key(|r| (position(r.balancer), r.rep));
+    for run in mine {
         let served: Vec<String> = run.served.iter().map(u64::to_string).collect();
-        let head = format!("| {} | {} |", run.balancer.name(), served.join(" / "));
+        let head = format!("| {} | {} |", who(run, reps), served.join(" / "));
         let row = match (&run.slow, run.spread_met) {
             (Some(v), _) => format!(
                 "{head} {:.1} % | {:.2} | {:.2} | {:.2} | {:.2}× | {} | {} | {} |",
@@ -187,9 +194,20 @@ fn case_table(md: &mut String, case: Case, runs: &[CaseRun]) {
     }
 }
 
-fn find(runs: &[CaseRun], balancer: Balancer, case: Case) -> Option<&CaseRun> {
-    runs.iter()
-        .find(|r| r.balancer == balancer && r.case == case)
+fn position(b: Balancer) -> usize {
+    Balancer::ALL
+        .iter()
+        .position(|&x| x == b)
+        .unwrap_or(usize::MAX)
+}
+
+/// The balancer's name, with the repetition when there are several.
+fn who(run: &CaseRun, reps: usize) -> String {
+    if reps > 1 {
+        format!("{} (rep {})", run.balancer.name(), run.rep)
+    } else {
+        run.balancer.name().to_owned()
+    }
 }
 
 fn percents(shares: &[f64]) -> String {
