@@ -30,11 +30,12 @@ pub const REASONS: [&str; 4] = ["connect_failure", "reset", "per_try_timeout", "
 /// 0 for a route that never retried, not a gap.
 pub fn register(retries: &Family<RetryLabels, Counter>, route: &RouteLabels) {
     for reason in REASONS {
-        retries.get_or_create(&RetryLabels {
+        // Creating the series is the point; the guard it returns is not needed.
+        drop(retries.get_or_create(&RetryLabels {
             listener: route.listener.clone(),
             route: route.route.clone(),
             reason,
-        });
+        }));
     }
 }
 
