@@ -10,6 +10,7 @@ mod chart;
 mod mix;
 mod report;
 mod sample;
+mod sockets;
 mod summary;
 
 use std::net::SocketAddr;
@@ -164,6 +165,8 @@ async fn soak(
     let sampler = sample::Sampler {
         pid,
         admin,
+        listener_port: running.h1.port(),
+        upstream_port: upstream.port(),
         ticks,
         counters: Arc::clone(&counters),
     };

@@ -1,5 +1,5 @@
 //! `soak.svg` / `soak.png`: the sampled series over time in three stacked panels (RSS; open
-//! fds and connections; threads and in-flight requests), the warm-up shaded, so a leak shows
+//! fds, downstream and upstream connections; threads and in-flight requests), the warm-up shaded, so a leak shows
 //! as a slope and a ±10 % band is visible against each panel's scale. The benchmark's charts
 //! are grouped bars per target; a time series needs lines, hence this file.
 
@@ -13,11 +13,12 @@ use crate::error::{BenchError, Result};
 
 const BLUE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const ORANGE: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
+const GREEN: RGBColor = RGBColor(0x2c, 0xa0, 0x2c);
 
 /// A named line of (minutes, value) points.
 type Line = (&'static str, RGBColor, Vec<(f64, f64)>);
 
-/// One panel: a y label and up to two lines.
+/// One panel: a y label and its lines.
 struct Panel {
     y_label: &'static str,
     lines: Vec<Line>,
@@ -42,7 +43,16 @@ pub(crate) fn draw(dir: &Path, samples: &[Sample], warm_up_s: f64, title: &str) 
             y_label: "count",
             lines: vec![
                 ("open fds", BLUE, at(|s| s.fds as f64)),
-                ("active connections", ORANGE, at(|s| s.active_connections)),
+                (
+                    "active connections (downstream)",
+                    ORANGE,
+                    at(|s| s.active_connections),
+                ),
+                (
+                    "upstream connections",
+                    GREEN,
+                    at(|s| s.split.upstream as f64),
+                ),
             ],
         },
         Panel {

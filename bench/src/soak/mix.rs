@@ -291,6 +291,8 @@ struct Lane {
     started: tokio::time::Instant,
 }
 
+// === impl Lane ===
+
 impl Lane {
     async fn serve(self, first: Conn) -> Result<ClassStats> {
         let mut stats = RunStats::new()?;

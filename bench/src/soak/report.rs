@@ -34,9 +34,27 @@ impl Report {
         let column = |f: fn(&Sample) -> f64| -> Vec<(f64, f64)> {
             m.samples.iter().map(|s| (s.t_s, f(s))).collect()
         };
-        let judged: [Column; 5] = [
+        let judged: [Column; 8] = [
             ("RSS (KiB)", |s| s.rss_kib as f64, Judge::Flat),
             ("open fds", |s| s.fds as f64, Judge::Flat),
+            (
+                "… downstream connections",
+                |s| s.split.downstream as f64,
+                Judge::Flat,
+            ),
+            // ferry's upstream pool holds as many connections as requests were in flight at
+            // the recent peak and closes them after the cluster's idle_timeout (90 s): a
+            // burst moves it, so it is shown with its trend; a leak would show in the total.
+            (
+                "… upstream connections",
+                |s| s.split.upstream as f64,
+                Judge::Report,
+            ),
+            (
+                "… other (listeners, epoll, files)",
+                |s| (s.fds).saturating_sub(s.split.downstream + s.split.upstream) as f64,
+                Judge::Flat,
+            ),
             ("OS threads", |s| s.threads as f64, Judge::Flat),
             ("active connections", |s| s.active_connections, Judge::Flat),
             // In-flight requests follow the load's own jitter (a late batch of SSE streams

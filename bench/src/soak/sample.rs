@@ -12,13 +12,14 @@ use http_body_util::BodyExt;
 use tokio::io::AsyncWriteExt;
 
 use super::mix::Counters;
+use super::sockets::{self, FdSplit};
 use crate::error::{BenchError, IoContext, Result};
 use crate::loadgen::{Conn, Proto, RequestSpec};
 use crate::procfs;
 
 /// The CSV header, one column per [`Sample`] field.
-pub(crate) const CSV_HEADER: &str =
-    "t_s,rss_kib,fds,threads,active_connections,active_requests,cpu_s,ok,failed";
+pub(crate) const CSV_HEADER: &str = "t_s,rss_kib,fds,fds_downstream,fds_upstream,threads,\
+     active_connections,active_requests,cpu_s,ok,failed";
 
 /// One row.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,6 +30,8 @@ pub(crate) struct Sample {
     pub rss_kib: u64,
     /// Entries of /proc/<pid>/fd.
     pub fds: u64,
+    /// Of those, TCP connections from the load generator and to the upstream.
+    pub split: FdSplit,
     /// `Threads` of /proc/<pid>/status (ferry's runtime workers plus its blocking pool).
     pub threads: u64,
     /// `ferry_active_connections`, summed over listeners (NaN when /metrics did not answer).
@@ -49,6 +52,10 @@ pub(crate) struct Sampler {
     pub pid: u32,
     /// ferry's admin listener.
     pub admin: SocketAddr,
+    /// ferry's listener port (downstream connections).
+    pub listener_port: u16,
+    /// The upstream's port.
+    pub upstream_port: u16,
     /// Clock ticks per second, for CPU.
     pub ticks: f64,
     /// The mix's live counters.
@@ -61,10 +68,12 @@ impl Sample {
     /// The row as CSV.
     pub(crate) fn csv(&self) -> String {
         format!(
-            "{:.1},{},{},{},{},{},{:.2},{},{}",
+            "{:.1},{},{},{},{},{},{},{},{:.2},{},{}",
             self.t_s,
             self.rss_kib,
             self.fds,
+            self.split.downstream,
+            self.split.upstream,
             self.threads,
             self.active_connections,
             self.active_requests,
@@ -78,8 +87,8 @@ impl Sample {
 // === impl Sampler ===
 
 impl Sampler {
-    /// Samples at 0, `every`, 2 × `every`, … up to and including `duration` (plus one sample
-    /// after it when the last interval is short), writing each row to `csv` as it comes.
+    /// Samples at 0, `every`, 2 × `every`, … until a sample lands within half an interval of
+    /// `duration`, writing each row to `csv` as it comes.
     pub(crate) async fn run(
         &self,
         every: Duration,
@@ -115,8 +124,9 @@ impl Sampler {
 
     async fn take(&self, t: Duration, previous: &mut (u64, u64)) -> Result<Sample> {
         let (pid, ticks) = (self.pid, self.ticks);
+        let ports = (self.listener_port, self.upstream_port);
         // /proc reads are quick but blocking; keep them off the load generator's thread.
-        let proc = tokio::task::spawn_blocking(move || read_proc(pid, ticks))
+        let proc = tokio::task::spawn_blocking(move || read_proc(pid, ticks, ports))
             .await
             .map_err(|e| BenchError::Process(format!("sampling /proc: {e}")))??;
         let metrics = scrape(self.admin).await.unwrap_or_default();
@@ -125,6 +135,7 @@ impl Sampler {
             t_s: t.as_secs_f64(),
             rss_kib: proc.rss_kib,
             fds: proc.fds,
+            split: proc.split,
             threads: proc.threads,
             active_connections: gauge_sum(&metrics, "ferry_active_connections"),
             active_requests: gauge_sum(&metrics, "ferry_active_requests"),
@@ -142,10 +153,11 @@ struct ProcFacts {
     rss_kib: u64,
     threads: u64,
     fds: u64,
+    split: FdSplit,
     cpu_s: f64,
 }
 
-fn read_proc(pid: u32, ticks: f64) -> Result<ProcFacts> {
+fn read_proc(pid: u32, ticks: f64, (listener, upstream): (u16, u16)) -> Result<ProcFacts> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ctx(|| format!("ferry (pid {pid}) is gone: reading /proc/{pid}/status"))?;
     let (rss_kib, threads) = parse_status(&status)
@@ -158,6 +170,7 @@ fn read_proc(pid: u32, ticks: f64) -> Result<ProcFacts> {
         rss_kib,
         threads,
         fds,
+        split: sockets::split(pid, listener, upstream),
         cpu_s,
     })
 }
