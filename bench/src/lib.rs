@@ -10,6 +10,7 @@ pub mod charts;
 pub mod configs;
 pub mod driver;
 pub mod error;
+pub mod faults;
 pub mod loadgen;
 pub mod machine;
 pub mod mtls;

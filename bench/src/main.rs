@@ -63,6 +63,16 @@ enum Sub {
         #[arg(long)]
         upstream: SocketAddr,
     },
+    /// Faults under load: ferry in front of two endpoints while one fault at a time is
+    /// injected (see bench/README.md); writes results.md and results.json.
+    Faults(FaultsArgs),
+    /// One endpoint of the faults bench (used by `faults`; prints "listening <addr>", takes
+    /// `normal`, `hang`, `reset`, `count` on stdin, exits when stdin closes).
+    FaultUpstream {
+        /// Address to bind.
+        #[arg(long)]
+        listen: SocketAddr,
+    },
     /// Run only the OTLP/gRPC trace sink (prints "listening <addr>"; `GET /spans` answers the
     /// counts as JSON; exits when stdin closes).
     OtlpSink {
@@ -104,6 +114,8 @@ fn main() -> ExitCode {
             out,
             ferry,
         }) => soak(minutes, rate, warm_up, out, ferry),
+        Some(Sub::Faults(args)) => faults(args),
+        Some(Sub::FaultUpstream { listen }) => fault_upstream(listen),
         None => bench(cli),
     };
     match result {
@@ -216,6 +228,109 @@ fn soak(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Options of `ferry-bench faults`.
+#[derive(Debug, clap::Args)]
+struct FaultsArgs {
+    /// Comma-separated faults (default: all): endpoint_killed, endpoint_hangs,
+    /// endpoint_resets, dns_change, reload_100ms, identity_rotation, sigterm_drain.
+    #[arg(long, value_delimiter = ',')]
+    faults: Vec<String>,
+    /// Comma-separated protocols (default: h1,h2,grpc).
+    #[arg(long, value_delimiter = ',')]
+    protos: Vec<String>,
+    /// Requests per second, open loop.
+    #[arg(long, default_value_t = 2000)]
+    rate: u32,
+    /// Seconds of each phase: steady, fault, after.
+    #[arg(long, value_delimiter = ',', default_value = "3,5,3")]
+    phases: Vec<f64>,
+    /// Runs of each fault over each protocol.
+    #[arg(long, default_value_t = 1)]
+    reps: usize,
+    /// Results directory (default bench/results/<date>-faults).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The ferry binary (default: beside this binary, else <target>/release/ferry).
+    #[arg(long)]
+    ferry: Option<PathBuf>,
+}
+
+fn faults(args: FaultsArgs) -> anyhow::Result<ExitCode> {
+    use ferry_bench::faults::{self, Fault, Options};
+    let workspace = driver::workspace_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let ferry = match args.ferry {
+        Some(path) => path,
+        None => std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|d| d.join("ferry")))
+            .filter(|p| p.is_file())
+            .unwrap_or_else(|| target.join("release/ferry")),
+    };
+    if !ferry.is_file() {
+        bail!(
+            "no ferry binary at {} (cargo build --release -p ferry)",
+            ferry.display()
+        );
+    }
+    let faults = if args.faults.is_empty() {
+        Fault::ALL.to_vec()
+    } else {
+        args.faults
+            .iter()
+            .map(|f| Fault::parse(f).with_context(|| format!("unknown fault {f:?}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let protos = if args.protos.is_empty() {
+        vec![faults::Proto::Http1, faults::Proto::H2, faults::Proto::Grpc]
+    } else {
+        args.protos
+            .iter()
+            .map(|p| faults::parse_proto(p).with_context(|| format!("unknown protocol {p:?}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let [steady, fault, after] = args.phases[..] else {
+        bail!("--phases takes three numbers of seconds: steady,fault,after");
+    };
+    let secs = |s: f64| std::time::Duration::try_from_secs_f64(s).context("bad --phases");
+    let opts = Options {
+        ferry,
+        out: args.out.unwrap_or_else(|| {
+            workspace
+                .join("bench/results")
+                .join(format!("{}-faults", today()))
+        }),
+        work: target.join("bench-work/faults"),
+        rate: args.rate,
+        faults,
+        protos,
+        steady: secs(steady)?,
+        fault: secs(fault)?,
+        after: secs(after)?,
+        reps: args.reps,
+    };
+    let runs = faults::run(&opts)?;
+    println!("results: {}", opts.out.display());
+    let missed: Vec<String> = runs
+        .iter()
+        .filter(|r| r.met == Some(false))
+        .map(|r| format!("{} over {}", r.fault.name(), r.proto.name()))
+        .collect();
+    if missed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("ferry-bench faults: targets missed: {}", missed.join(", "));
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+fn fault_upstream(listen: SocketAddr) -> anyhow::Result<ExitCode> {
+    ferry_bench::faults::serve_endpoint(listen)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn relay(listen: SocketAddr, upstream: SocketAddr) -> anyhow::Result<ExitCode> {

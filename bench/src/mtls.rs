@@ -19,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub use self::certs::{Certs, INBOUND_ID, OUTBOUND_ID, TRUST_DOMAIN, Workload};
-pub use self::client::HandshakeClient;
+pub use self::client::{HandshakeClient, client_config};
 use crate::error::{BenchError, IoContext, Result};
 use crate::loadgen::{Conn, Proto, RequestSpec};
 use crate::procfs;

@@ -70,7 +70,7 @@ pub async fn serve(listener: TcpListener) {
     }
 }
 
-async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+pub(crate) async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path();
     if path == GRPC_PATH {
         return Ok(grpc_echo(req).await);

@@ -150,6 +150,7 @@ fn cluster(name: &str, endpoints: Endpoints, lb: LbPolicy) -> Cluster {
         connect_timeout: defaults::CONNECT_TIMEOUT,
         idle_timeout: defaults::CLUSTER_IDLE_TIMEOUT,
         tls: None,
+        slow_start: None,
         outlier: Some(OutlierDetection {
             consecutive_failures: defaults::OUTLIER_CONSECUTIVE_FAILURES,
             base_ejection: defaults::OUTLIER_EJECTION,

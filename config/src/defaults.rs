@@ -62,6 +62,8 @@ pub const CLUSTER_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 pub const DNS_REFRESH: Duration = Duration::from_secs(5);
 /// `clusters[].original_authority.default_port`.
 pub const DEFAULT_PORT: u16 = 80;
+/// `clusters[].slow_start.initial`: Envoy's `min_weight_percent` default.
+pub const SLOW_START_INITIAL: f64 = 0.1;
 /// `clusters[].outlier.consecutive_failures`.
 pub const OUTLIER_CONSECUTIVE_FAILURES: u32 = 5;
 /// `clusters[].outlier.ejection`.

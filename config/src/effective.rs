@@ -414,6 +414,12 @@ fn cluster(c: &Cluster) -> Value {
         }),
     };
     out.insert("outlier".into(), outlier);
+    if let Some(s) = &c.slow_start {
+        out.insert(
+            "slow_start".into(),
+            json!({ "window": format_duration(s.window), "initial": format!("{}%", s.initial * 100.0) }),
+        );
+    }
     if let Some(t) = &c.tls {
         out.insert("tls".into(), tls::cluster_tls(t));
     }

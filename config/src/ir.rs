@@ -19,7 +19,9 @@ mod tls;
 mod tracing;
 mod translate;
 
-pub use cluster::{Cluster, Endpoints, HostPort, LbPolicy, OutlierDetection, UpstreamProtocol};
+pub use cluster::{
+    Cluster, Endpoints, HostPort, LbPolicy, OutlierDetection, SlowStart, UpstreamProtocol,
+};
 pub use limits::{
     Concurrency, KeyPart, LimitAmount, LimitMode, OnFailure, Override, RateLimit, Redis, Scope,
     TokenBudget, TokenCharge,

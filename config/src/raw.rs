@@ -16,7 +16,9 @@ mod tensors;
 mod tls;
 mod tracing;
 
-pub use cluster::{DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol};
+pub use cluster::{
+    DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
+};
 pub use limits::{
     ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,
     RateLimitSpec, RedisSpec, ScopeSpec, TokenChargeSpec,

@@ -1,9 +1,11 @@
 //! ferry-integration: test support for ferry's end-to-end tests (`tests/e2e/`, mutual TLS in
-//! `tests/mtls/`, rate and concurrency limits in `tests/limits/`, the tracing backend's
-//! self-test in `tests/phoenix/`, ferry's spans as that backend stores them in `tests/tracing/`). It builds and runs the real `ferry` binary on `127.0.0.1:0`,
-//! starts real upstreams (HTTP/1.1 + h2c echo, a gate that holds requests and counts its peak
-//! concurrency, SSE, upload sink, tonic gRPC), installs pinned third-party peers (curl and
-//! openssl from the image, Python grpcio, Arize Phoenix as the real OTLP tracing backend),
+//! `tests/mtls/`, rate and concurrency limits in `tests/limits/`, malformed and abusive
+//! requests in `tests/bad_input/`, the tracing backend's self-test in `tests/phoenix/`, ferry's
+//! spans as that backend stores them in `tests/tracing/`). It builds and runs the real `ferry`
+//! binary on `127.0.0.1:0`, starts real upstreams (HTTP/1.1 + h2c echo, a gate that holds
+//! requests and counts its peak concurrency, a recorder that keeps what it received, SSE,
+//! upload sink, tonic gRPC), installs pinned third-party peers (curl and openssl from the
+//! image, Python grpcio, Arize Phoenix as the real OTLP tracing backend),
 //! makes throwaway certificates (rcgen), renders the Helm chart with the pinned helm
 //! ([`chart`]), and offers eventual assertions.
 //!
@@ -50,5 +52,6 @@ pub use tls_client::TlsClient;
 pub use upstream::echo::{Echo, EchoReport};
 pub use upstream::gate::Gate;
 pub use upstream::grpc::GrpcUpstream;
+pub use upstream::recorder::{Recorded, Recorder};
 pub use upstream::sse::{Sse, SseStream};
 pub use upstream::upload::UploadSink;

@@ -5,6 +5,7 @@ pub mod echo;
 pub mod gate;
 pub mod grpc;
 pub mod openai;
+pub mod recorder;
 pub mod serve;
 pub mod sse;
 pub mod upload;

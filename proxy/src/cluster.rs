@@ -108,6 +108,7 @@ impl Cluster {
             && a.idle_timeout == other.idle_timeout
             && a.outlier == other.outlier
             && a.tls == other.tls
+            && a.slow_start == other.slow_start
     }
 
     /// Picks an endpoint for one attempt, avoiding `avoid` (the one that just failed) when
@@ -131,6 +132,7 @@ impl Cluster {
             &self.next,
             avoid,
             self.config.outlier.as_ref(),
+            self.config.slow_start.as_ref(),
         )
         .ok_or(PickError::NoEndpoints)
     }
@@ -149,6 +151,7 @@ impl Cluster {
                 &self.next,
                 avoid,
                 self.config.outlier.as_ref(),
+                self.config.slow_start.as_ref(),
             )
             .ok_or(PickError::NoEndpoints),
         )

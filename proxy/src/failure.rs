@@ -26,6 +26,9 @@ pub enum Failure {
         reason: String,
         /// The request never left (connect failure): another attempt may succeed.
         connect: bool,
+        /// The exchange failed before any answer, and resending is safe: the upstream refused
+        /// the stream unprocessed, or the method is idempotent (GET, HEAD, OPTIONS).
+        reset: bool,
     },
     /// The upstream did not answer in time.
     #[error("upstream cluster {cluster:?} did not answer within {timeout_ms} ms")]
@@ -122,7 +125,9 @@ impl Classify for Failure {
     fn retryable(&self) -> bool {
         matches!(
             self,
-            Failure::Unavailable { connect: true, .. } | Failure::Timeout { per_try: true, .. }
+            Failure::Unavailable { connect: true, .. }
+                | Failure::Unavailable { reset: true, .. }
+                | Failure::Timeout { per_try: true, .. }
         )
     }
 

@@ -124,6 +124,19 @@ pub struct TraceExemplar {
     pub trace_id: String,
 }
 
+/// Labels of a retry: the route's, and why the attempt before it failed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct RetryLabels {
+    /// Listener name.
+    pub listener: Name,
+    /// Route name.
+    pub route: Name,
+    /// `connect_failure` (no connection), `reset` (the connection or stream failed before any
+    /// answer, for an idempotent or refused request), `per_try_timeout`, or `answer` (a
+    /// status the policy retries: 503, 5xx, gRPC UNAVAILABLE or RESOURCE_EXHAUSTED).
+    pub reason: &'static str,
+}
+
 /// Labels of dropped spans.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DropLabels {
@@ -306,7 +319,7 @@ pub struct Metrics {
     /// `ferry_endpoint_ejections_total`.
     pub ejections: Family<ClusterLabels, Counter>,
     /// `ferry_retries_total`.
-    pub retries: Family<RouteLabels, Counter>,
+    pub retries: Family<RetryLabels, Counter>,
     /// `ferry_tensor_metadata_fetch_failures_total`: `validate_tensors` let a request through
     /// unchecked because the model's metadata could not be fetched.
     pub tensor_metadata_fetch_failures: Family<RouteLabels, Counter>,

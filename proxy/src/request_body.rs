@@ -109,16 +109,25 @@ pub fn bounded(body: ProxyBody, limit: u64) -> ProxyBody {
 }
 
 /// One authority per request, as routing and the upstream must both see it:
+/// - at most one `Host` (RFC 9112 §3.2: a server MUST answer 400 to more than one; routing by
+///   the first while the upstream reads the last would split the two);
 /// - HTTP/1.1 needs `Host` (RFC 9112 §3.2: a server MUST answer 400 without it; HTTP/1.0 may
-///   omit it);
+///   omit it), and a non-empty one must be a valid authority (400 otherwise, same section);
 /// - an absolute-form target's authority wins over `Host` (RFC 9112 §3.2.2), so `Host` is
 ///   rewritten to it;
 /// - HTTP/2 and HTTP/3's `:authority` and a `host` header that differ make the request
 ///   malformed (RFC 9113 §8.3.1): 400, rather than routing by one and forwarding the other.
 fn check_authority(mut req: Request<ProxyBody>) -> Result<Request<ProxyBody>, Failure> {
-    let host = req.headers().get(HOST);
+    let mut hosts = req.headers().get_all(HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Err(Failure::BadRequest("more than one Host header".into()));
+    }
     match req.version() {
         http::Version::HTTP_11 | http::Version::HTTP_10 => {
+            if host.is_some_and(|h| !valid_host(h)) {
+                return Err(Failure::BadRequest("invalid Host header".into()));
+            }
             if let Some(authority) = req.uri().authority() {
                 let same = host.is_some_and(|h| {
                     h.as_bytes()
@@ -148,6 +157,20 @@ fn check_authority(mut req: Request<ProxyBody>) -> Result<Request<ProxyBody>, Fa
         }
     }
     Ok(req)
+}
+
+/// `Host = uri-host [ ":" port ]` (RFC 9112 §3.2), or empty. http's authority parser is the
+/// base; it also takes userinfo and a port that is not a number, which a Host may not carry.
+fn valid_host(value: &HeaderValue) -> bool {
+    if value.is_empty() {
+        return true;
+    }
+    let Some(Ok(authority)) = value.to_str().ok().map(str::parse::<http::uri::Authority>) else {
+        return false;
+    };
+    let text = authority.as_str();
+    let port = text.get(authority.host().len()..).unwrap_or_default();
+    !text.contains('@') && (port.is_empty() || port == ":" || authority.port_u16().is_some())
 }
 
 /// Rejects requests whose framing is ambiguous (request smuggling, RFC 9112 §6.3).
@@ -222,6 +245,41 @@ mod tests {
             Err(Failure::BadRequest(_))
         ));
         assert!(check(build(Version::HTTP_10, "/x", None), None).is_ok());
+        // One Host, and a valid one (or empty, for a target with no authority).
+        let mut twice = build(Version::HTTP_11, "/x", Some("a.example"));
+        twice
+            .headers_mut()
+            .append(HOST, HeaderValue::from_static("b.example"));
+        assert!(matches!(check(twice, None), Err(Failure::BadRequest(_))));
+        for bad in [
+            "a b",
+            "a/b",
+            "a.example:port",
+            "a.example:99999",
+            "u@a.example",
+        ] {
+            assert!(
+                matches!(
+                    check(build(Version::HTTP_11, "/x", Some(bad)), None),
+                    Err(Failure::BadRequest(_))
+                ),
+                "{bad}"
+            );
+        }
+        for good in [
+            "",
+            "a.example:8080",
+            "a.example:",
+            "[::1]:80",
+            "127.0.0.1",
+            "my_svc.local",
+            "A.Example.",
+        ] {
+            assert!(
+                check(build(Version::HTTP_11, "/x", Some(good)), None).is_ok(),
+                "{good:?}"
+            );
+        }
         // Absolute form: the target's authority wins and becomes Host.
         let req = check(
             build(Version::HTTP_11, "http://a.example/x", Some("b.example")),

@@ -80,6 +80,16 @@ impl<R> Router<R> {
         })?;
         self.routes.get(idx).map(|(_, r)| r)
     }
+
+    /// The first route matching `req` found by checking every route in file order, without
+    /// the index: the answer [`Router::route`] must always agree with. Linear in the table
+    /// size, so only the router's tests and the `route_match` fuzz target call it.
+    pub fn route_by_scan(&self, req: &RequestView<'_>) -> Option<&R> {
+        self.routes
+            .iter()
+            .find(|(m, _)| matcher::matches(m, req))
+            .map(|(_, r)| r)
+    }
 }
 
 #[cfg(test)]

@@ -56,26 +56,7 @@ impl std::fmt::Debug for HandshakeClient {
 impl HandshakeClient {
     /// A client trusting `certs.ca` and presenting the outbound workload's certificate.
     pub fn new(certs: &Certs) -> Result<Self> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = RootCertStore::empty();
-        for cert in CertificateDer::pem_file_iter(&certs.ca).map_err(tls_error)? {
-            roots.add(cert.map_err(tls_error)?).map_err(tls_error)?;
-        }
-        let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()
-            .map_err(tls_error)?;
-        let chain = CertificateDer::pem_file_iter(&certs.outbound.cert)
-            .map_err(tls_error)?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(tls_error)?;
-        let key = PrivateKeyDer::from_pem_file(&certs.outbound.key).map_err(tls_error)?;
-        let mut config = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(tls_error)?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(ChainOnly { inner }))
-            .with_client_auth_cert(chain, key)
-            .map_err(tls_error)?;
+        let mut config = client_config(certs)?;
         config.resumption = Resumption::disabled();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Self {
@@ -199,6 +180,31 @@ impl ServerCertVerifier for ChainOnly {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
     }
+}
+
+/// A client config trusting `certs.ca` (chain only, see [`ChainOnly`]) and presenting the
+/// outbound workload's certificate; callers set ALPN and resumption.
+pub fn client_config(certs: &Certs) -> Result<ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(&certs.ca).map_err(tls_error)? {
+        roots.add(cert.map_err(tls_error)?).map_err(tls_error)?;
+    }
+    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(tls_error)?;
+    let chain = CertificateDer::pem_file_iter(&certs.outbound.cert)
+        .map_err(tls_error)?
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(tls_error)?;
+    let key = PrivateKeyDer::from_pem_file(&certs.outbound.key).map_err(tls_error)?;
+    ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(tls_error)?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(ChainOnly { inner }))
+        .with_client_auth_cert(chain, key)
+        .map_err(tls_error)
 }
 
 fn tls_error(e: impl std::fmt::Display) -> BenchError {

@@ -23,6 +23,17 @@ pub struct Cluster {
     pub outlier: Option<OutlierDetection>,
     /// TLS to the endpoints; `None` = plaintext.
     pub tls: Option<super::ClusterTls>,
+    /// Ramp for new and returning endpoints; `None` = off.
+    pub slow_start: Option<SlowStart>,
+}
+
+/// Slow start settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlowStart {
+    /// Ramp length (> 0).
+    pub window: Duration,
+    /// Share at the start of the ramp, in (0, 1].
+    pub initial: f64,
 }
 
 /// Where a cluster's endpoints come from.

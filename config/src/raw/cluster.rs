@@ -31,6 +31,21 @@ pub struct RawCluster {
     pub outlier: Option<OutlierSpec>,
     /// TLS to the endpoints; omitted = plaintext.
     pub tls: Option<super::ClusterTlsSpec>,
+    /// Ramp new and returning endpoints up to their full share; omitted = off.
+    pub slow_start: Option<SlowStartSpec>,
+}
+
+/// Slow start: an endpoint that is new (added by DNS or by a reload that rebuilt the
+/// cluster, but not one present when the cluster was built) or back from an ejection starts at
+/// `initial` of its share and reaches its full share over `window`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "SlowStart")]
+pub struct SlowStartSpec {
+    /// How long the ramp takes, e.g. `60s`.
+    pub window: DurationText,
+    /// Share at the start of the ramp. Default `10%`.
+    pub initial: Option<super::scalars::PercentText>,
 }
 
 /// DNS-discovered endpoints.

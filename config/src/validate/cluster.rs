@@ -1,12 +1,13 @@
 //! Clusters: endpoint source, protocol, load balancing, timeouts, outlier detection and TLS.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use super::Ctx;
-use super::values::parse_host_port;
+use super::values::{parse_host_port, parse_percent};
 use crate::defaults;
-use crate::ir::{Cluster, Endpoints, LbPolicy, OutlierDetection, UpstreamProtocol};
-use crate::raw::{OutlierSpec, RawCluster, RawLb, RawProtocol};
+use crate::ir::{Cluster, Endpoints, LbPolicy, OutlierDetection, SlowStart, UpstreamProtocol};
+use crate::raw::{OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec};
 
 pub(super) fn clusters(ctx: &mut Ctx<'_>, raw: &[RawCluster], has_identity: bool) -> Vec<Cluster> {
     let mut names: HashMap<&str, usize> = HashMap::new();
@@ -55,7 +56,38 @@ fn cluster(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster, has_identity: bool) ->
         ),
         outlier: outlier(ctx, &format!("{path}.outlier"), c.outlier.as_ref()),
         tls: super::tls::cluster_tls(ctx, &format!("{path}.tls"), c.tls.as_ref(), has_identity),
+        slow_start: c
+            .slow_start
+            .as_ref()
+            .and_then(|s| slow_start(ctx, &format!("{path}.slow_start"), s)),
     }
+}
+
+fn slow_start(ctx: &mut Ctx<'_>, path: &str, s: &SlowStartSpec) -> Option<SlowStart> {
+    let window = ctx.duration_or(&format!("{path}.window"), Some(&s.window), Duration::ZERO);
+    if window.is_zero() {
+        ctx.error(
+            &format!("{path}.window"),
+            "zero slow-start window (expected e.g. \"60s\"; omit slow_start to turn it off)",
+        );
+        return None;
+    }
+    let initial = match &s.initial {
+        None => defaults::SLOW_START_INITIAL,
+        Some(t) => {
+            let p = format!("{path}.initial");
+            let v = ctx.check(&p, parse_percent(t.as_str()))?;
+            if v <= 0.0 {
+                ctx.error(
+                    &p,
+                    "0% would never send the endpoint a request (expected e.g. \"10%\")",
+                );
+                return None;
+            }
+            v
+        }
+    };
+    Some(SlowStart { window, initial })
 }
 
 fn endpoints(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster) -> Option<Endpoints> {

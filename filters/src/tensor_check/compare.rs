@@ -31,11 +31,13 @@ pub(super) fn check(model: &str, meta: &ModelMetadata, inputs: &[InputHead]) -> 
                 input.shape.len()
             ));
         }
+        // A request's dimensions are sizes: -1 is a wildcard in metadata only, so a negative
+        // one sent is a fault even where the metadata accepts any size.
         let wrong = want
             .shape
             .iter()
             .zip(&input.shape)
-            .position(|(&w, &g)| w != -1 && w != g);
+            .position(|(&w, &g)| g < 0 || (w != -1 && w != g));
         if let Some(dim) = wrong {
             return Err(format!(
                 "input {name:?}: expected shape {:?}, got {:?} (dimension {dim})",

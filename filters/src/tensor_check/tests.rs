@@ -76,6 +76,13 @@ fn every_fault_kind_is_named() {
             r#"input "INPUT0": expected shape [-1, 3], got [1, 4] (dimension 1)"#,
         ),
         (
+            vec![
+                input("INPUT0", "FP32", &[-3, 3]),
+                input("INPUT1", "INT64", &[2]),
+            ],
+            r#"input "INPUT0": expected shape [-1, 3], got [-3, 3] (dimension 0)"#,
+        ),
+        (
             vec![input("INPUT0", "FP32", &[1, 3]), input("X", "INT64", &[2])],
             r#"input "X": model "m" has no such input (expected one of: INPUT0, INPUT1)"#,
         ),

@@ -90,6 +90,21 @@ impl DataType {
         })
     }
 
+    /// Whether the type is a signed or unsigned integer.
+    pub(crate) fn is_integer(self) -> bool {
+        matches!(
+            self,
+            DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::Uint8
+                | DataType::Uint16
+                | DataType::Uint32
+                | DataType::Uint64
+        )
+    }
+
     /// Whether the type has a JSON `data` / typed `contents` form (FP16 and BF16 do not).
     pub fn has_typed_form(self) -> bool {
         !matches!(self, DataType::Fp16 | DataType::Bf16)

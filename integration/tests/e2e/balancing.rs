@@ -109,3 +109,136 @@ async fn retries_and_ejection_hide_a_killed_endpoint() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Issue 20: at low load (one request at a time, so in-flight counts never differ) p2c-ewma
+/// must still spread two identical replicas: an idle replica's latency estimate decays and it
+/// looks cheap again. Before, 30 sequential requests all went to one replica.
+#[tokio::test]
+async fn p2c_ewma_spreads_sequential_requests_over_identical_replicas() -> anyhow::Result<()> {
+    const N: u64 = 400;
+    let (a, b) = (Echo::start("a").await?, Echo::start("b").await?);
+    // `lb` left at its default, p2c-ewma, as a new user would.
+    let cfg = config(
+        json!([{ "name": "all", "to": "pool" }]),
+        json!([cluster("pool", &[a.addr(), b.addr()])]),
+    );
+    let ferry = start(&cfg).await?;
+    let addr = ferry.listener(LISTENER)?;
+    let client = HttpClient::http1();
+    for i in 0..N {
+        let req = request(Method::GET, addr, &format!("/p/{i}"), &[], body_full(""))?;
+        let reply = client.call(req).await?;
+        assert_eq!(reply.status, 200, "request {i}: {}", reply.text());
+    }
+    assert_eq!(a.requests() + b.requests(), N);
+    let share_a = a.requests() as f64 / N as f64;
+    // Wide bounds: this is a starvation check (before: 100 % / 0 %), and on a loaded CI
+    // machine a scheduling stall of tens of ms is a real latency peak that rightly keeps a
+    // replica out of favour for a while. The tight 40-60 % spread is checked on a synthetic
+    // clock in `cluster::balance::tests` and measured in bench/.
+    assert!(
+        (0.2..=0.8).contains(&share_a),
+        "replica a got {:.1}% of {N} sequential requests (b: {})",
+        share_a * 100.0,
+        b.requests()
+    );
+    Ok(())
+}
+
+/// A replica that takes each request and dies on it: reads the head, then closes the
+/// connection without a byte of answer (what a SIGKILLed model server does to a request
+/// already written to a pooled connection). Counts the heads it took.
+async fn dies_on_every_request() -> anyhow::Result<(
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+)> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::AsyncReadExt as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let heads = Arc::new(AtomicUsize::new(0));
+    let counted = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let counted = counted.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // Bounded: a head is small; give up on anything else.
+                while buf.len() < 64 * 1024 {
+                    match conn.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                    if buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        return; // dropped: closed with no answer
+                    }
+                }
+            });
+        }
+    });
+    Ok((addr, heads))
+}
+
+/// Issue 20: a request the upstream took and then died on, before any answer byte, is sent to
+/// the other replica when resending is safe (GET), and counted as a `reset` retry; a POST is
+/// not resent (it may have been processed) and gets the 503.
+#[tokio::test]
+async fn an_idempotent_request_reset_before_any_answer_goes_to_the_other_replica()
+-> anyhow::Result<()> {
+    use std::sync::atomic::Ordering;
+    let good = Echo::start("good").await?;
+    let (bad, heads) = dies_on_every_request().await?;
+    let mut pool = cluster("pool", &[good.addr(), bad]);
+    pool["lb"] = json!("round-robin");
+    pool["outlier"] = json!({ "enabled": false });
+    // The route's default retry policy: connect-failure and unavailable.
+    let cfg = config(
+        json!([{ "name": "all", "to": "pool", "retry": {} }]),
+        json!([pool]),
+    );
+    let ferry = start(&cfg).await?;
+    let addr = ferry.listener(LISTENER)?;
+    let admin = Admin::new(ferry.admin());
+    let client = HttpClient::http1();
+    for i in 0..20 {
+        let req = request(Method::GET, addr, &format!("/g/{i}"), &[], body_full(""))?;
+        let reply = client.call(req).await?;
+        assert_eq!(reply.status, 200, "GET {i}: {}", reply.text());
+        assert_eq!(reply.json::<EchoReport>()?.instance, "good");
+    }
+    let reset_gets = heads.load(Ordering::SeqCst);
+    assert!(
+        reset_gets >= 5,
+        "round robin sent only {reset_gets} GETs to the dying replica"
+    );
+    let m = admin.metrics().await?;
+    let resets = m.sum(
+        "ferry_retries_total",
+        &[("route", "all"), ("reason", "reset")],
+    );
+    assert_eq!(resets, reset_gets as f64, "{}", m.text);
+
+    let mut refused = 0;
+    for i in 0..20 {
+        let req = request(Method::POST, addr, &format!("/p/{i}"), &[], body_full("x"))?;
+        let reply = client.call(req).await?;
+        match reply.status.as_u16() {
+            200 => {}
+            503 => refused += 1,
+            other => anyhow::bail!("POST {i}: {other} {}", reply.text()),
+        }
+    }
+    assert_eq!(
+        refused,
+        heads.load(Ordering::SeqCst) - reset_gets,
+        "every POST the dying replica took must be answered 503, not resent"
+    );
+    assert!(
+        refused >= 5,
+        "round robin sent only {refused} POSTs to the dying replica"
+    );
+    Ok(())
+}

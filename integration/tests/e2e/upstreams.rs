@@ -9,7 +9,9 @@ use ferry_integration::client::{body_full, body_stream, request};
 use ferry_integration::pb::echo::EchoRequest;
 use ferry_integration::pb::echo::echo_client::EchoClient;
 use ferry_integration::upstream::Protocols;
-use ferry_integration::{Echo, EchoReport, GrpcUpstream, HttpClient, Sse, UploadSink, client};
+use ferry_integration::{
+    Echo, EchoReport, GrpcUpstream, HttpClient, Recorder, Sse, UploadSink, client,
+};
 use futures_util::StreamExt as _;
 use http::Method;
 use http_body_util::BodyExt as _;
@@ -129,5 +131,55 @@ async fn grpc_upstream_serves_all_four_call_kinds() -> anyhow::Result<()> {
         .into_inner();
     assert_eq!(bidi.message().await?.map(|r| r.message), Some("x".into()));
     assert_eq!(bidi.message().await?.map(|r| r.count), Some(2));
+    Ok(())
+}
+
+#[tokio::test]
+async fn recorder_keeps_what_it_received_and_answers_as_asked() -> anyhow::Result<()> {
+    let recorder = Recorder::start().await?;
+    let h2 = HttpClient::h2c();
+    let req = request(
+        Method::POST,
+        recorder.addr(),
+        "/r/1?q",
+        &[("x-a", "b")],
+        body_full("hello"),
+    )?;
+    let reply = h2.call(req).await?;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json::<serde_json::Value>()?["path"], "/r/1");
+    // A long answer, counted whole; a gRPC answer with its status in the trailers.
+    let long = request(
+        Method::GET,
+        recorder.addr(),
+        "/r/2",
+        &[("x-test-answer-bytes", "200000")],
+        body_full(""),
+    )?;
+    assert_eq!(HttpClient::http1().call(long).await?.body.len(), 200_000);
+    let grpc = request(
+        Method::POST,
+        recorder.addr(),
+        "/r/3",
+        &[("content-type", "application/grpc")],
+        body_full(""),
+    )?;
+    let resp = h2.send(grpc).await?;
+    let collected = resp.into_body().collect().await?;
+    let trailers = collected.trailers().cloned().unwrap_or_default();
+    assert_eq!(collected.to_bytes().as_ref(), [0u8; 5]);
+    assert_eq!(
+        trailers.get("grpc-status").map(|v| v.as_bytes()),
+        Some(&b"0"[..])
+    );
+
+    let all = recorder.all();
+    let paths: Vec<_> = all.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/r/1?q", "/r/2", "/r/3"]);
+    assert_eq!(all[0].body, b"hello");
+    assert_eq!((all[0].body_len, all[0].body_complete), (5, Some(true)));
+    assert_eq!(all[0].header("x-a"), Some("b"));
+    assert_eq!(all[0].version, http::Version::HTTP_2);
+    assert_eq!(recorder.under("/r/2").len(), 1);
     Ok(())
 }

@@ -46,6 +46,8 @@ pub(super) async fn refresh_dns(
         if current.iter().map(|e| e.addr).eq(addrs.iter().copied()) {
             continue;
         }
+        // The first answer is the cluster's starting set; later additions join (slow start).
+        let first = current.is_empty();
         let next: Vec<Arc<Endpoint>> = addrs
             .iter()
             .map(|a| {
@@ -53,7 +55,13 @@ pub(super) async fn refresh_dns(
                     .iter()
                     .find(|e| e.addr == *a)
                     .cloned()
-                    .unwrap_or_else(|| Arc::new(Endpoint::new(*a)))
+                    .unwrap_or_else(|| {
+                        Arc::new(if first {
+                            Endpoint::new(*a)
+                        } else {
+                            Endpoint::joining(*a)
+                        })
+                    })
             })
             .collect();
         tracing::info!(%cluster, endpoints = next.len(), "DNS endpoints changed");

@@ -1,15 +1,22 @@
 //! One upstream endpoint: its load (in-flight requests, peak-EWMA latency) and outlier state.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferry_config::OutlierDetection;
+use ferry_config::{OutlierDetection, SlowStart};
 
-/// Decay time constant of the latency estimate (linkerd2-proxy uses 10s as well).
-const EWMA_DECAY: Duration = Duration::from_secs(10);
-/// Latency assumed for an endpoint nothing is known about yet: low enough to try it.
+/// Decay time constant of the latency estimate. Linkerd and Finagle use 10 s; with two
+/// identical replicas and ordinary jitter, one slow answer (a peak, taken at once) then keeps
+/// a replica out of favour for ~10 s, which at 200 req/s is thousands of requests to its twin.
+/// 2 s forgets a peak within seconds while a replica 10× slower still waits ~4.6 s between
+/// probes (see `balance::tests` for the spreads this gives).
+const EWMA_DECAY: Duration = Duration::from_secs(2);
+/// Latency assumed for an endpoint nothing is known about yet. Not zero: a new endpoint
+/// whose first answer is slow (a cold model) must not take every request until it answers;
+/// the estimate decays toward zero, so it is tried within seconds even when idle.
 const DEFAULT_RTT: Duration = Duration::from_millis(1);
 
 /// An upstream endpoint and what we have learned about it.
@@ -21,6 +28,12 @@ pub struct Endpoint {
     pub conns: crate::upstream::Conns,
     in_flight: AtomicUsize,
     consecutive_failures: AtomicU32,
+    /// End of the current ejection in nanoseconds after [`epoch`] (0: never ejected). An
+    /// atomic, not in `state`: every pick checks it, often for endpoints it does not take.
+    ejected_until: AtomicU64,
+    /// When the endpoint joined, in nanoseconds after [`epoch`]; 0 for one present when its
+    /// cluster was built (slow start ramps only endpoints that join later).
+    joined: u64,
     state: Mutex<State>,
 }
 
@@ -28,7 +41,6 @@ pub struct Endpoint {
 struct State {
     ewma_ns: f64,
     updated: Instant,
-    ejected_until: Option<Instant>,
     ejections: u32,
 }
 
@@ -62,12 +74,42 @@ impl Endpoint {
             conns: crate::upstream::Conns::new(addr),
             in_flight: AtomicUsize::new(0),
             consecutive_failures: AtomicU32::new(0),
+            ejected_until: AtomicU64::new(0),
+            joined: 0,
             state: Mutex::new(State {
                 ewma_ns: DEFAULT_RTT.as_nanos() as f64,
                 updated: Instant::now(),
-                ejected_until: None,
                 ejections: 0,
             }),
+        }
+    }
+
+    /// An endpoint joining a running cluster (a DNS answer that added it): slow start, when
+    /// configured, ramps its share from now.
+    pub fn joining(addr: SocketAddr) -> Self {
+        Self {
+            joined: since_epoch(Instant::now()),
+            ..Self::new(addr)
+        }
+    }
+
+    /// The share of its traffic the endpoint should get now under `slow`, in (0, 1]: ramping
+    /// linearly from `slow.initial` to 1 over `slow.window` after it joined or came back from
+    /// an ejection (as Envoy's `slow_start_config` with aggression 1).
+    pub fn share(&self, now: Instant, slow: Option<&SlowStart>) -> f64 {
+        let Some(slow) = slow else {
+            return 1.0;
+        };
+        let start = self.joined.max(self.ejected_until.load(Ordering::Relaxed));
+        let now = since_epoch(now);
+        if start == 0 || now <= start {
+            return 1.0;
+        }
+        let done = (now - start) as f64 / slow.window.as_nanos() as f64;
+        if done >= 1.0 {
+            1.0
+        } else {
+            slow.initial + (1.0 - slow.initial) * done
         }
     }
 
@@ -96,16 +138,19 @@ impl Endpoint {
 
     /// Records a response latency: peaks are taken at once, improvements decay in.
     pub fn observe_latency(&self, rtt: Duration) {
-        let now = Instant::now();
+        self.observe_latency_at(rtt, Instant::now());
+    }
+
+    /// [`Endpoint::observe_latency`] at a given time (tests drive a synthetic clock).
+    pub(super) fn observe_latency_at(&self, rtt: Duration, now: Instant) {
         if let Ok(mut s) = self.state.lock() {
             let rtt = rtt.as_nanos() as f64;
-            let current = decayed(&s, now);
-            s.ewma_ns = if rtt > current {
+            let w = weight(&s, now);
+            s.ewma_ns = if rtt > s.ewma_ns * w {
                 rtt
             } else {
-                let elapsed = now.saturating_duration_since(s.updated).as_secs_f64();
-                let w = (-elapsed / EWMA_DECAY.as_secs_f64()).exp();
-                current * w + rtt * (1.0 - w)
+                // The longer since the last answer, the more the new one counts.
+                s.ewma_ns * w + rtt * (1.0 - w)
             };
             s.updated = now;
         }
@@ -113,10 +158,7 @@ impl Endpoint {
 
     /// Whether the endpoint is currently ejected.
     pub fn is_ejected(&self, now: Instant) -> bool {
-        self.state
-            .lock()
-            .map(|s| s.ejected_until.is_some_and(|t| t > now))
-            .unwrap_or(false)
+        self.ejected_until.load(Ordering::Relaxed) > since_epoch(now)
     }
 
     /// Records a success: resets the failure streak.
@@ -135,7 +177,7 @@ impl Endpoint {
         let Ok(mut s) = self.state.lock() else {
             return false;
         };
-        if s.ejected_until.is_some_and(|t| t > now) {
+        if self.is_ejected(now) {
             return false;
         }
         // Each re-ejection doubles the time out, as Envoy's base_ejection_time does.
@@ -144,7 +186,8 @@ impl Endpoint {
             .base_ejection
             .saturating_mul(factor)
             .min(outlier.max_ejection);
-        s.ejected_until = Some(now + length);
+        self.ejected_until
+            .store(since_epoch(now + length), Ordering::Relaxed);
         s.ejections = s.ejections.saturating_add(1);
         self.consecutive_failures.store(0, Ordering::Relaxed);
         true
@@ -156,10 +199,25 @@ impl Endpoint {
     }
 }
 
-fn decayed(s: &State, now: Instant) -> f64 {
-    // With no new samples the estimate drifts back toward the optimistic default so an
-    // endpoint that was slow once is tried again.
+/// Nanoseconds from the first call in this process to `at` (at least 1, so 0 can mean
+/// "never"); saturates rather than wraps (u64 nanoseconds last 584 years).
+fn since_epoch(at: Instant) -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    u64::try_from(at.saturating_duration_since(epoch).as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+/// How much of the estimate is left after the time since its last update.
+fn weight(s: &State, now: Instant) -> f64 {
     let elapsed = now.saturating_duration_since(s.updated).as_secs_f64();
-    let w = (-elapsed / EWMA_DECAY.as_secs_f64()).exp();
-    s.ewma_ns * w + DEFAULT_RTT.as_nanos() as f64 * (1.0 - w)
+    (-elapsed / EWMA_DECAY.as_secs_f64()).exp()
+}
+
+fn decayed(s: &State, now: Instant) -> f64 {
+    // With no new answers the estimate decays toward zero (as tower's and Linkerd's
+    // peak-EWMA): an idle endpoint looks cheap again and is tried, so at low load, where
+    // in-flight counts are all zero, no endpoint is starved by one old slow answer.
+    s.ewma_ns * weight(s, now)
 }

@@ -183,6 +183,8 @@ pin_project_lite::pin_project! {
         in_flight: Option<InFlightOwned>,
         sent: Instant,
         attempt: u32,
+        // GET, HEAD or OPTIONS: safe to send again after a failure before any answer.
+        idempotent: bool,
         outcome: Option<Arc<Outcome>>,
         trace: Option<AttemptSpan>,
         shared: Arc<Shared>,
@@ -212,7 +214,7 @@ impl Future for Sending {
         let answer = this.shared.finish(
             this.endpoint,
             *this.sent,
-            *this.attempt,
+            (*this.attempt, *this.idempotent),
             this.outcome.as_deref(),
             result,
         );
@@ -235,6 +237,7 @@ impl Shared {
             cluster: self.cluster.name.to_string(),
             reason,
             connect: false,
+            reset: false,
         }
     }
 
@@ -261,6 +264,10 @@ impl Shared {
                 self.cluster.name
             )));
         }
+        let idempotent = matches!(
+            *req.method(),
+            http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+        );
         let in_flight = endpoint.start_owned();
         let mut req = req;
         let trace = AttemptSpan::open(&mut req, &endpoint, &self.cluster.name, attempt);
@@ -288,6 +295,7 @@ impl Shared {
             in_flight: Some(in_flight),
             sent,
             attempt,
+            idempotent,
             outcome,
             trace,
             shared: self.clone(),
@@ -299,7 +307,7 @@ impl Shared {
         &self,
         endpoint: &Endpoint,
         sent: Instant,
-        attempt: u32,
+        (attempt, idempotent): (u32, bool),
         outcome: Option<&Outcome>,
         result: Result<Result<Response<ProxyBody>, SendError>, Duration>,
     ) -> Result<Response<ProxyBody>, Failure> {
@@ -326,7 +334,7 @@ impl Shared {
                 }
                 Ok(resp)
             }
-            Ok(Err(e)) => Err(self.send_failure(endpoint, e)),
+            Ok(Err(e)) => Err(self.send_failure(endpoint, e, idempotent)),
             Err(t) => {
                 self.record_failure(endpoint);
                 Err(Failure::Timeout {
@@ -338,7 +346,7 @@ impl Shared {
         }
     }
 
-    fn send_failure(&self, endpoint: &Endpoint, e: SendError) -> Failure {
+    fn send_failure(&self, endpoint: &Endpoint, e: SendError, idempotent: bool) -> Failure {
         let cluster = self.cluster.name.to_string();
         match e {
             SendError::Connect { addr, source } => {
@@ -348,6 +356,7 @@ impl Shared {
                     cluster,
                     reason: format!("connect to {addr} failed: {}", error_chain(source.as_ref())),
                     connect: true,
+                    reset: false,
                 }
             }
             e @ SendError::Request { .. } => {
@@ -362,10 +371,13 @@ impl Shared {
                     return Failure::BadRequest(m.to_string());
                 }
                 self.record_failure(endpoint);
+                // No answer came (an answer's head would have ended the send): an idempotent
+                // request, or a stream the upstream refused unprocessed, may go elsewhere.
                 Failure::Unavailable {
                     cluster,
                     reason: error_chain(&e),
                     connect: false,
+                    reset: idempotent || refused_unprocessed(&e),
                 }
             }
             e @ SendError::Uri(_) => Failure::BadGateway(e.to_string()),
@@ -384,6 +396,24 @@ impl Shared {
             self.ejections.inc();
         }
     }
+}
+
+/// Whether HTTP/2 says the upstream never processed the stream: it refused it
+/// (`REFUSED_STREAM`), or a graceful GOAWAY (`NO_ERROR`) excluded it (RFC 9113 §8.7: either
+/// way the request can be retried, whatever its method).
+fn refused_unprocessed(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(h2) = err.downcast_ref::<h2::Error>() {
+            return match h2.reason() {
+                Some(h2::Reason::REFUSED_STREAM) => true,
+                Some(h2::Reason::NO_ERROR) => h2.is_go_away(),
+                _ => false,
+            };
+        }
+        cur = err.source();
+    }
+    false
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

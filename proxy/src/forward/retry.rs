@@ -9,16 +9,17 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use ferry_config::{RetryOn, RetryPolicy};
-use ferry_filters::failure::Classify;
 use ferry_filters::trace_context::HopTrace;
 use http::{Request, Response, StatusCode};
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use tower::retry::budget::{Budget, TpsBudget};
 
 use super::balance::{Attempt, Avoid};
 use crate::body::{BoxError, BoxFuture, Peeked, ProxyBody, StackService};
 use crate::failure::Failure;
 use crate::headers;
+use crate::metrics::{RetryLabels, RouteLabels};
 use crate::request_meta::Outcome;
 use crate::route::{RouteService, ShareableService};
 
@@ -40,25 +41,33 @@ pub struct Retry {
 struct Shared {
     policy: RetryPolicy,
     budget: Option<Arc<TpsBudget>>,
-    retries: Counter,
+    retries: Family<RetryLabels, Counter>,
+    route: RouteLabels,
 }
 
 /// How one attempt ended, as the policy sees it.
 enum Verdict {
     Done(Result<Response<ProxyBody>, BoxError>),
-    /// The policy would retry; if no retry follows, this is the caller's answer as it is.
-    Again(Result<Response<ProxyBody>, BoxError>),
+    /// The policy would retry (for the reason given, a `ferry_retries_total` label); if no
+    /// retry follows, this is the caller's answer as it is.
+    Again(Result<Response<ProxyBody>, BoxError>, &'static str),
 }
 
 impl RetryLayer {
-    /// Retries under `policy`, withdrawing from `budget`; `retries`
-    /// counts them (`ferry_retries_total` of the route).
-    pub fn new(policy: RetryPolicy, budget: Option<Arc<TpsBudget>>, retries: Counter) -> Self {
+    /// Retries under `policy`, withdrawing from `budget`; `retries` counts them
+    /// (`ferry_retries_total`) under `route`'s labels and the reason.
+    pub fn new(
+        policy: RetryPolicy,
+        budget: Option<Arc<TpsBudget>>,
+        retries: Family<RetryLabels, Counter>,
+        route: RouteLabels,
+    ) -> Self {
         RetryLayer {
             shared: Arc::new(Shared {
                 policy,
                 budget,
                 retries,
+                route,
             }),
         }
     }
@@ -134,13 +143,21 @@ impl Shared {
             let req = mark(req, attempt, avoid);
             match judge(&policy.on, inner.call(req).await) {
                 Verdict::Done(answer) => return answer,
-                Verdict::Again(answer) => {
+                Verdict::Again(answer, reason) => {
                     if !self.budget.as_ref().is_none_or(|b| b.withdraw()) {
                         return answer;
                     }
                     avoid = outcome.as_ref().and_then(|o| o.endpoint()).map(Avoid);
-                    tracing::debug!(attempt, "retrying");
-                    self.retries.inc();
+                    tracing::debug!(attempt, reason, "retrying");
+                    // Retries are rare: a label lookup each is cheaper than a counter per
+                    // reason built for every route.
+                    self.retries
+                        .get_or_create(&RetryLabels {
+                            listener: self.route.listener.clone(),
+                            route: self.route.route.clone(),
+                            reason,
+                        })
+                        .inc();
                 }
             }
         }
@@ -151,7 +168,7 @@ impl Shared {
             avoid,
         );
         match judge(&policy.on, inner.call(req).await) {
-            Verdict::Done(answer) | Verdict::Again(answer) => answer,
+            Verdict::Done(answer) | Verdict::Again(answer, _) => answer,
         }
     }
 }
@@ -189,26 +206,29 @@ fn mark(mut req: Request<ProxyBody>, attempt: u32, avoid: Option<Avoid>) -> Requ
     req
 }
 
-/// Whether the policy retries this answer: a `per_try_timeout` always, a connect failure when
-/// the policy names it, an upstream answer when its status is one the policy names.
+/// Whether the policy retries this answer, and why: a `per_try_timeout` always; with
+/// `connect-failure`, a failed connect, and a failure before any answer when resending is safe
+/// (an idempotent method, or a stream the upstream refused unprocessed; Envoy's `reset` and
+/// `refused-stream`); an upstream answer when its status is one the policy names.
 fn judge(on: &[RetryOn], answer: Result<Response<ProxyBody>, BoxError>) -> Verdict {
-    let again = match &answer {
-        Ok(resp) => retry_wanted(on, resp),
+    let connect_failure = on.contains(&RetryOn::ConnectFailure);
+    let reason = match &answer {
+        Ok(resp) => retry_wanted(on, resp).then_some("answer"),
         Err(e) => match e.downcast_ref::<Failure>() {
-            Some(f @ Failure::Timeout { per_try: true, .. }) => f.retryable(),
-            Some(f @ Failure::Unavailable { connect: true, .. }) => {
-                f.retryable() && on.contains(&RetryOn::ConnectFailure)
+            Some(Failure::Timeout { per_try: true, .. }) => Some("per_try_timeout"),
+            Some(Failure::Unavailable { connect: true, .. }) if connect_failure => {
+                Some("connect_failure")
             }
-            _ => false,
+            Some(Failure::Unavailable { reset: true, .. }) if connect_failure => Some("reset"),
+            _ => None,
         },
     };
-    if let (true, Ok(resp)) = (again, &answer) {
+    if let (Some(_), Ok(resp)) = (reason, &answer) {
         tracing::debug!(answer = %describe(resp), "retryable answer");
     }
-    if again {
-        Verdict::Again(answer)
-    } else {
-        Verdict::Done(answer)
+    match reason {
+        Some(reason) => Verdict::Again(answer, reason),
+        None => Verdict::Done(answer),
     }
 }
 

@@ -108,20 +108,24 @@ fn key_of(m: &RouteMatch) -> Key {
         Some(PathMatch::Prefix(p)) if !p.is_empty() => Key::Prefix(p.clone()),
         Some(PathMatch::Template(t)) => {
             let mut prefix = String::from("/");
+            let mut after_literals = None;
             for seg in &t.segments {
                 match seg {
                     TemplateSegment::Literal(l) => {
                         prefix.push_str(l);
                         prefix.push('/');
                     }
-                    _ => break,
+                    other => {
+                        after_literals = Some(other);
+                        break;
+                    }
                 }
             }
-            // A fully literal template's last segment has no trailing slash.
-            if t.segments
-                .iter()
-                .all(|s| matches!(s, TemplateSegment::Literal(_)))
-            {
+            // The slash after the literals is required only before a variable (one non-empty
+            // segment): a fully literal template ends without one, and a trailing `{rest=**}`
+            // also matches no segment at all (`/v1/{rest=**}` matches `/v1`; found by the
+            // route_match fuzz target).
+            if !matches!(after_literals, Some(TemplateSegment::Var(_))) && prefix.len() > 1 {
                 prefix.pop();
             }
             Key::Prefix(prefix)

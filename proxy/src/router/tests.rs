@@ -145,3 +145,65 @@ fn ten_thousand_routes_pick_the_right_one() {
         Some(&5)
     );
 }
+
+#[test]
+fn the_index_agrees_with_an_in_order_scan() {
+    // Overlapping conditions of every kind, so a wrong bucket or order shows.
+    let mut routes: Vec<_> = (0..50)
+        .map(|i| (prefix(&format!("/v2/models/m{}", i % 7)), i))
+        .collect();
+    routes.insert(
+        10,
+        (
+            RouteMatch {
+                path: Some(PathMatch::Exact("/v2/models/m3/infer".into())),
+                ..Default::default()
+            },
+            100,
+        ),
+    );
+    routes.push((RouteMatch::default(), 200));
+    let router = Router::new(routes);
+    let none = HeaderMap::new();
+    for path in [
+        "/v2/models/m3/infer",
+        "/v2/models/m36",
+        "/v2/models/m",
+        "/",
+        "/v2/models/m6/x",
+    ] {
+        let req = view(path, &none, None);
+        assert_eq!(router.route(&req), router.route_by_scan(&req), "{path}");
+    }
+    assert_eq!(
+        router.route_by_scan(&view("/v2/models/m3/infer", &none, None)),
+        Some(&3)
+    );
+}
+
+#[test]
+fn a_trailing_rest_template_matches_its_bare_prefix() {
+    // Found by the route_match fuzz target: the index filed `/v1/{rest=**}` under `/v1/`,
+    // so `/v1` (no segments for `rest`), which the template matches, found no route.
+    let template = PathTemplate {
+        source: "/v1/{rest=**}".into(),
+        segments: vec![
+            TemplateSegment::Literal("v1".into()),
+            TemplateSegment::Rest("rest".into()),
+        ],
+    };
+    let router = Router::new(vec![(
+        RouteMatch {
+            path: Some(PathMatch::Template(template)),
+            ..Default::default()
+        },
+        1,
+    )]);
+    let none = HeaderMap::new();
+    for path in ["/v1", "/v1/", "/v1/a/b"] {
+        let req = view(path, &none, None);
+        assert_eq!(router.route(&req), Some(&1), "{path}");
+        assert_eq!(router.route(&req), router.route_by_scan(&req));
+    }
+    assert_eq!(router.route(&view("/v10", &none, None)), None);
+}

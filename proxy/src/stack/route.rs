@@ -120,7 +120,6 @@ fn destination(
     if let Action::DirectResponse(direct) = &r.action {
         return Either::Left(RouteService::new(Direct::new(direct)));
     }
-    let retries = metrics.retries.get_or_create(labels).clone();
     let per_try = r.retry.as_ref().and_then(|p| p.per_try_timeout);
     let split = Split::new(targets.iter().map(|(weight, cluster)| {
         let path = ServiceBuilder::new()
@@ -131,7 +130,12 @@ fn destination(
             )
             // Retries within the route's budget; only with a retry policy.
             .option_layer(r.retry.as_ref().map(|policy| {
-                RetryLayer::new(policy.clone(), state.budget.clone(), retries.clone())
+                RetryLayer::new(
+                    policy.clone(),
+                    state.budget.clone(),
+                    metrics.retries.clone(),
+                    labels.clone(),
+                )
             }))
             // The endpoint for each attempt, its health and the attempt's own deadline.
             .layer(BalanceLayer::new(cluster.clone(), per_try, metrics))

@@ -60,7 +60,7 @@ async fn an_unrelated_reload_keeps_the_retry_budget_an_edit_resets_it() {
     assert!(
         stack
             .metrics()
-            .contains(r#"ferry_retries_total{listener="main",route="flaky"} 1"#)
+            .contains(r#"ferry_retries_total{listener="main",route="flaky",reason="answer"} 1"#)
     );
 
     // Editing the route itself starts a fresh budget: nothing paid in, no retry.

@@ -53,7 +53,7 @@ async fn a_failed_attempt_is_retried_on_the_other_endpoint() {
     assert!(retried >= 1);
     assert!(
         stack.metrics().contains(&format!(
-            r#"ferry_retries_total{{listener="main",route="flaky"}} {retried}"#
+            r#"ferry_retries_total{{listener="main",route="flaky",reason="answer"}} {retried}"#
         )),
         "{}",
         stack.metrics()

@@ -286,16 +286,20 @@ impl<'b> Sink<'b> {
         };
         let lost = !finite || (zero && d.has_nonzero_digit());
         if lost {
-            let text = d.text();
-            let shown: String = text.chars().take(40).collect();
-            let more = if text.len() > 40 { "…" } else { "" };
-            return Err(format!(
-                "element {}: {shown}{more} is out of range for {}",
-                self.count,
-                dt.as_str()
-            ));
+            return Err(self.out_of_range(d.text(), dt));
         }
         Ok(())
+    }
+
+    /// "element N: <the number as written, cut at 40 characters> is out of range for DT".
+    fn out_of_range(&self, text: &str, dt: DataType) -> String {
+        let shown: String = text.chars().take(40).collect();
+        let more = if text.len() > 40 { "…" } else { "" };
+        format!(
+            "element {}: {shown}{more} is out of range for {}",
+            self.count,
+            dt.as_str()
+        )
     }
 
     /// A number token: parsed once, straight into the element type. FP32 and FP64 (the bulk
@@ -317,19 +321,19 @@ impl<'b> Sink<'b> {
                 self.contents.fp64_contents.push(v);
                 Ok(())
             }
-            (_, Num::Int(d)) => {
-                // Integers beyond 64 bits are floats, as serde_json reads them.
-                let wide = || n.to_f64().ok_or_else(invalid);
-                if d.is_negative() {
-                    match d.as_i64() {
-                        Some(v) => self.push_i64(v),
-                        None => self.push_f64(wide()?),
-                    }
+            (dt, Num::Int(d)) => {
+                let exact = if d.is_negative() {
+                    d.as_i64().map(|v| self.push_i64(v))
                 } else {
-                    match d.as_u64() {
-                        Some(v) => self.push_u64(v),
-                        None => self.push_f64(wide()?),
-                    }
+                    d.as_u64().map(|v| self.push_u64(v))
+                };
+                match (exact, dt) {
+                    (Some(pushed), _) => pushed,
+                    // Beyond 64 bits no integer type holds it: said as written, with its
+                    // element, not as the float it would round to.
+                    (None, Some(dt)) if dt.is_integer() => Err(self.out_of_range(d.text(), dt)),
+                    // Otherwise it is a float, as serde_json reads it.
+                    (None, _) => self.push_f64(n.to_f64().ok_or_else(invalid)?),
                 }
             }
             (_, Num::Float(_) | Num::NonFinite(_)) => {

@@ -236,6 +236,32 @@ async fn numbers_out_of_range_for_the_float_type_are_400_naming_tensor_and_eleme
 }
 
 #[tokio::test]
+async fn integers_beyond_64_bits_are_400_naming_element_and_the_digits_written() {
+    for (dt, data, element) in [
+        ("INT64", "[1, 99999999999999999999999]", "element 1"),
+        ("UINT64", "[18446744073709551616]", "element 0"),
+        ("INT8", "[-99999999999999999999999]", "element 0"),
+    ] {
+        let n = data.matches(',').count() + 1;
+        let json = format!(
+            r#"{{"inputs":[{{"name":"x","shape":[{n}],"datatype":"{dt}","data":{data}}}]}}"#
+        );
+        let (status, msg) = rejected(infer_request(&json)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{dt} {data}");
+        assert!(msg.contains("tensor \"x\""), "{msg}");
+        assert!(msg.contains(element), "{msg}");
+        assert!(msg.contains(&format!("out of range for {dt}")), "{msg}");
+        // The digits as written, not the float they would round to (1e23 for the first).
+        let written = data
+            .trim_matches(['[', ']'])
+            .rsplit(", ")
+            .next()
+            .unwrap_or_default();
+        assert!(msg.contains(written), "{msg}");
+    }
+}
+
+#[tokio::test]
 async fn forged_sizes_are_400_and_allocate_nothing() {
     let json = r#"{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","parameters":{"binary_data_size":1099511627776}}]}"#;
     let (status, msg) = rejected(binary_request(json, &[&[0, 0, 0, 0]])).await;
