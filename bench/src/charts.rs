@@ -205,7 +205,7 @@ fn translate(aggs: &[Aggregate]) -> Bars {
     }
 }
 
-fn register_font() -> Result<()> {
+pub(crate) fn register_font() -> Result<()> {
     static FONT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     FONT.get_or_init(|| {
         let bytes = std::fs::read(FONT_PATH).map_err(|e| format!("reading {FONT_PATH}: {e}"))?;

@@ -182,7 +182,7 @@ fn resolve_targets(opts: &Options) -> Result<Resolved> {
 }
 
 /// `--ferry`, else `ferry` beside this binary, else `<target>/release/ferry`, else build it.
-fn find_ferry(opts: &Options) -> Result<PathBuf> {
+pub(crate) fn find_ferry(opts: &Options) -> Result<PathBuf> {
     if let Some(p) = &opts.ferry {
         return given("--ferry", p);
     }
@@ -224,13 +224,13 @@ fn given(flag: &str, path: &Path) -> Result<PathBuf> {
 }
 
 /// The upstream, a child process of this binary (`ferry-bench upstream`) on core 0.
-struct UpstreamProcess {
+pub(crate) struct UpstreamProcess {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl UpstreamProcess {
-    fn start() -> Result<Self> {
+    pub(crate) fn start() -> Result<Self> {
         let exe = std::env::current_exe().ctx(|| "finding this executable".into())?;
         let mut child = Command::new("taskset")
             .args(["-c", "0"])

@@ -21,6 +21,7 @@ pub mod redis;
 pub mod relay;
 pub mod report;
 pub mod scenarios;
+pub mod soak;
 pub mod spread;
 pub mod targets;
 pub mod upstream;

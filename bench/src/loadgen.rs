@@ -220,7 +220,7 @@ const SPIN: Duration = Duration::from_micros(20);
 /// Releases request `k` at `start + k × interval` to worker `k mod width`.
 // Runs on its own OS thread, never on the runtime: blocking sleeps are the point here.
 #[allow(clippy::disallowed_methods)]
-fn pace(
+pub(crate) fn pace(
     tickets: &[tokio::sync::mpsc::UnboundedSender<std::time::Instant>],
     total: u64,
     interval: Duration,

@@ -84,6 +84,25 @@ enum Sub {
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
     },
+    /// Soak: ferry under a fixed-rate mix (unary, SSE, gRPC streams) for a long run, sampling
+    /// RSS, fds and threads every 10 s (not run in CI; see bench/README.md).
+    Soak {
+        /// Length of the load in minutes.
+        #[arg(long, default_value_t = 30)]
+        minutes: u64,
+        /// Total requests per second.
+        #[arg(long, default_value_t = 1000)]
+        rate: u32,
+        /// Seconds of start-up excluded from the flatness verdict.
+        #[arg(long, default_value_t = 120)]
+        warm_up: u64,
+        /// Results directory (default bench/results/<date>-soak).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The ferry binary (default: beside this binary, or <target>/release/ferry, else built).
+        #[arg(long)]
+        ferry: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -92,6 +111,13 @@ fn main() -> ExitCode {
         Some(Sub::Upstream { listen }) => upstream(listen),
         Some(Sub::Relay { listen, upstream }) => relay(listen, upstream),
         Some(Sub::OtlpSink { listen }) => otlp_sink(listen),
+        Some(Sub::Soak {
+            minutes,
+            rate,
+            warm_up,
+            out,
+            ferry,
+        }) => soak(minutes, rate, warm_up, out, ferry),
         Some(Sub::Faults(args)) => faults(args),
         Some(Sub::FaultUpstream { listen }) => fault_upstream(listen),
         Some(Sub::Spread(args)) => spread(args),
@@ -173,6 +199,40 @@ fn bench(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::FAILURE)
     }
+}
+
+fn soak(
+    minutes: u64,
+    rate: u32,
+    warm_up: u64,
+    out: Option<PathBuf>,
+    ferry: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    if rate == 0 || minutes == 0 {
+        bail!("--rate and --minutes must be at least 1");
+    }
+    let workspace = driver::workspace_root();
+    let opts = ferry_bench::soak::SoakOptions {
+        duration: std::time::Duration::from_secs(minutes * 60),
+        warm_up: std::time::Duration::from_secs(warm_up),
+        rate,
+        out: out.unwrap_or_else(|| {
+            workspace
+                .join("bench/results")
+                .join(format!("{}-soak", today()))
+        }),
+        ferry,
+        workspace,
+    };
+    let outcome = ferry_bench::soak::run(&opts)?;
+    println!("{}", outcome.markdown);
+    println!("results: {}", opts.out.display());
+    // Failures and leaks are findings, reported in results.md; the exit code says so too.
+    Ok(if outcome.failed == 0 && outcome.flat {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Options of `ferry-bench faults`.

@@ -127,6 +127,8 @@ pub struct Running {
     pub h2: SocketAddr,
     /// Spawn to first proxied 200.
     pub cold_start: Duration,
+    /// The admin listener (`/metrics`), for targets that have one in their config.
+    pub admin: Option<SocketAddr>,
     child: Option<Child>,
 }
 
@@ -184,6 +186,7 @@ impl Target {
                 h1: upstream,
                 h2: upstream,
                 cold_start: Duration::ZERO,
+                admin: None,
                 child: None,
             });
         };
@@ -273,6 +276,7 @@ impl Target {
             h1: loopback(ports.h1),
             h2: loopback(ports.h2),
             cold_start: Duration::ZERO,
+            admin: Some(loopback(ports.admin)),
             child: Some(child),
         };
         let probe = match setup {

@@ -7,8 +7,10 @@
 //! - `GET /sse` → `text/event-stream`: one event at once, a second after [`SSE_SECOND_EVENT`]
 //!   (so a proxy that buffers the stream shows it in the time to first event);
 //! - `POST /bench.Echo/Unary` (gRPC) → echoes the request message with `grpc-status: 0`;
+//! - `POST /bench.Echo/ServerStream` (gRPC server streaming) → see [`grpc_stream`];
 //! - `POST /inference.GRPCInferenceService/ModelInfer` (gRPC) → see [`infer`].
 
+mod grpc_stream;
 mod infer;
 
 use std::convert::Infallible;
@@ -35,6 +37,7 @@ pub const SSE_FIRST: &[u8] = b"data: first\n\n";
 /// and grpcio 1.76 clients send them (read off the wire here): 4 MiB each.
 pub const GRPC_CORE_FRAME_AND_WINDOW: u32 = 4 * 1024 * 1024;
 
+pub use self::grpc_stream::{GRPC_STREAM_PATH, STREAM_GAP, STREAM_MESSAGES};
 pub use self::infer::MODEL_INFER_PATH;
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -71,6 +74,9 @@ pub(crate) async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Inf
     let path = req.uri().path();
     if path == GRPC_PATH {
         return Ok(grpc_echo(req).await);
+    }
+    if path == GRPC_STREAM_PATH {
+        return Ok(grpc_stream::server_stream(req).await);
     }
     if path == MODEL_INFER_PATH {
         return Ok(infer::model_infer(req).await);

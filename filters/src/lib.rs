@@ -8,6 +8,7 @@ pub mod body_limit;
 pub mod connection;
 pub mod failure;
 pub mod limits;
+pub mod load_report;
 pub mod model_name;
 pub mod tensor_check;
 pub mod trace_context;

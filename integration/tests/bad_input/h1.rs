@@ -50,12 +50,7 @@ async fn run(suite: &mut Suite, c: &Case) -> anyhow::Result<()> {
         suite.check(c.name, closed, "connection left open");
     } else {
         // Kept open: it must serve a normal request next.
-        conn.send(
-            format!("GET /c/{}/after HTTP/1.1\r\nHost: x.test\r\n\r\n", c.name).as_bytes(),
-            PATIENCE,
-        )
-        .await;
-        let next = conn.answer(PATIENCE).await?.map_or(0, |a| a.status);
+        let next = conn.next_status(c.name, PATIENCE).await?;
         suite.check(
             c.name,
             next == 200,

@@ -289,12 +289,7 @@ async fn exchange(
         got == status,
         format_args!("{host}: status {got}, want {status} ({text})"),
     );
-    conn.send(
-        format!("GET /c/{}/after HTTP/1.1\r\nHost: x.test\r\n\r\n", c.name).as_bytes(),
-        PATIENCE,
-    )
-    .await;
-    let next = conn.answer(PATIENCE).await?.map_or(0, |a| a.status);
+    let next = conn.next_status(c.name, PATIENCE).await?;
     suite.check(
         c.name,
         next == 200,

@@ -56,6 +56,14 @@ impl H1 {
         let _ = tokio::time::timeout(patience, self.stream.write_all(bytes)).await;
     }
 
+    /// Sends a plain `GET /c/<case>/after` on this connection and returns its status (0 when
+    /// no answer came): a connection kept open after a refusal must still serve.
+    pub async fn next_status(&mut self, case: &str, patience: Duration) -> anyhow::Result<u16> {
+        let head = format!("GET /c/{case}/after HTTP/1.1\r\nHost: x.test\r\n\r\n");
+        self.send(head.as_bytes(), patience).await;
+        Ok(self.answer(patience).await?.map_or(0, |a| a.status))
+    }
+
     /// The next whole answer, or `None` if the connection closed before one came.
     pub async fn answer(&mut self, patience: Duration) -> anyhow::Result<Option<Answer>> {
         let deadline = Instant::now() + patience;

@@ -144,7 +144,8 @@ fn cheaper<'a>(
 ) -> &'a Arc<Endpoint> {
     let ca = a.cost(now) / a.share(now, slow);
     let cb = b.cost(now) / b.share(now, slow);
-    if ca <= cb || (ca - cb) <= TIE * ca {
+    // A probed endpoint costs infinity: never a tie.
+    if ca <= cb || (ca.is_finite() && (ca - cb) <= TIE * ca) {
         a
     } else {
         b
@@ -343,6 +344,24 @@ mod tests {
         let share = e[0].share(back + Duration::from_millis(100), Some(&slow));
         assert!((0.2..0.3).contains(&share), "{share}");
         assert_eq!(e[0].share(back + Duration::from_secs(11), Some(&slow)), 1.0);
+    }
+
+    #[test]
+    fn a_stale_endpoint_is_probed_with_one_request_at_a_time() {
+        let e = eps(2);
+        let t0 = Instant::now();
+        // B answered slowly long ago: its estimate has decayed below A's.
+        e[1].observe_latency_at(Duration::from_millis(10), t0);
+        let now = t0 + Duration::from_secs(10);
+        e[0].observe_latency_at(Duration::from_micros(500), now);
+        assert!(e[1].cost(now) < e[0].cost(now));
+        let next = AtomicUsize::new(0);
+        // The probe goes out; until it is answered every pick takes A.
+        let _probe = e[1].start();
+        for _ in 0..50 {
+            let p = pick_at(&P2C, &e, &next, None, now).unwrap();
+            assert_eq!(p.addr, e[0].addr);
+        }
     }
 
     #[test]

@@ -14,6 +14,9 @@ use ferry_config::{OutlierDetection, SlowStart};
 /// 2 s forgets a peak within seconds while a replica 10× slower still waits ~4.6 s between
 /// probes (see `balance::tests` for the spreads this gives).
 const EWMA_DECAY: Duration = Duration::from_secs(2);
+/// How long without an answer before an endpoint's estimate is stale and it is probed with one
+/// request at a time: the estimate has then decayed to half (EWMA_DECAY × ln 2).
+const PROBE_AFTER: Duration = Duration::from_millis(1386);
 /// Latency assumed for an endpoint nothing is known about yet. Not zero: a new endpoint
 /// whose first answer is slow (a cold model) must not take every request until it answers;
 /// the estimate decays toward zero, so it is tried within seconds even when idle.
@@ -126,14 +129,21 @@ impl Endpoint {
     }
 
     /// The load estimate P2C compares: latency × (in-flight + 1), as in peak-EWMA.
+    ///
+    /// One exception: an endpoint whose estimate has mostly decayed (no answer for over
+    /// [`PROBE_AFTER`]) is being probed once it has a request in flight, and costs infinity
+    /// until that answer comes. Its decayed estimate says nothing about it any more, and without
+    /// this a slow replica that looks cheap again takes every request sent while its first one
+    /// is still out (at 200 req/s a 10× slower replica got 1.8 % instead of a probe or two).
     pub fn cost(&self, now: Instant) -> f64 {
-        let pending = self.in_flight.load(Ordering::Relaxed) as f64 + 1.0;
-        let ewma = self
-            .state
-            .lock()
-            .map(|s| decayed(&s, now))
-            .unwrap_or(f64::MAX);
-        ewma * pending
+        let in_flight = self.in_flight.load(Ordering::Relaxed);
+        let Ok(s) = self.state.lock() else {
+            return f64::MAX;
+        };
+        if in_flight > 0 && now.saturating_duration_since(s.updated) > PROBE_AFTER {
+            return f64::INFINITY;
+        }
+        decayed(&s, now) * (in_flight as f64 + 1.0)
     }
 
     /// Records a response latency: peaks are taken at once, improvements decay in.

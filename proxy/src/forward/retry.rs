@@ -23,6 +23,22 @@ use crate::metrics::{RetryLabels, RouteLabels};
 use crate::request_meta::Outcome;
 use crate::route::{RouteService, ShareableService};
 
+/// Every `reason` label of `ferry_retries_total`.
+pub const REASONS: [&str; 4] = ["connect_failure", "reset", "per_try_timeout", "answer"];
+
+/// Registers the route's retry series at config load, so dashboards and `rate()` alerts see
+/// 0 for a route that never retried, not a gap.
+pub fn register(retries: &Family<RetryLabels, Counter>, route: &RouteLabels) {
+    for reason in REASONS {
+        // Creating the series is the point; the guard it returns is not needed.
+        drop(retries.get_or_create(&RetryLabels {
+            listener: route.listener.clone(),
+            route: route.route.clone(),
+            reason,
+        }));
+    }
+}
+
 /// Tower layer retrying under a policy and a shared budget.
 #[derive(Debug, Clone)]
 pub struct RetryLayer {

@@ -120,6 +120,7 @@ fn destination(
     if let Action::DirectResponse(direct) = &r.action {
         return Either::Left(RouteService::new(Direct::new(direct)));
     }
+    crate::forward::retry::register(&metrics.retries, labels);
     let per_try = r.retry.as_ref().and_then(|p| p.per_try_timeout);
     let split = Split::new(targets.iter().map(|(weight, cluster)| {
         let path = ServiceBuilder::new()
