@@ -13,12 +13,12 @@ use sha2::{Digest, Sha256};
 
 use crate::defaults::API_VERSION;
 use crate::ir::{
-    Action, Cluster, Config, Endpoints, HeaderEdits, HeaderMatch, LbPolicy, Listener, PathMatch,
-    RetryOn, RetryPolicy, Route, RouteMatch, StringMatch, TranslateDirection, UpstreamBinary,
-    UpstreamProtocol,
+    Action, Config, HeaderEdits, HeaderMatch, Listener, PathMatch, RetryOn, RetryPolicy, Route,
+    RouteMatch, StringMatch, TranslateDirection, UpstreamBinary,
 };
 use crate::validate::{Parts, format_duration, format_percent};
 
+mod cluster;
 mod limits;
 mod tls;
 mod tracing;
@@ -53,7 +53,7 @@ pub(crate) fn finish(parts: Parts) -> Config {
     );
     effective.insert(
         "clusters".into(),
-        parts.clusters.iter().map(cluster).collect(),
+        parts.clusters.iter().map(cluster::cluster).collect(),
     );
     let effective = Value::Object(effective);
     let mut hasher = Sha256::new();
@@ -357,71 +357,4 @@ fn retry_on(r: RetryOn) -> Value {
         RetryOn::ResourceExhausted => "resource-exhausted",
     };
     name.into()
-}
-
-fn cluster(c: &Cluster) -> Value {
-    let mut out = Map::new();
-    out.insert("name".into(), c.name.clone().into());
-    match &c.endpoints {
-        Endpoints::Static(addrs) => {
-            let list: Vec<String> = addrs.iter().map(ToString::to_string).collect();
-            out.insert("endpoints".into(), list.into());
-        }
-        Endpoints::Dns { names, refresh } => {
-            let list: Vec<String> = names
-                .iter()
-                .map(|n| format!("{}:{}", n.host, n.port))
-                .collect();
-            out.insert(
-                "dns".into(),
-                json!({ "names": list, "refresh": format_duration(*refresh) }),
-            );
-        }
-        Endpoints::OriginalAuthority { default_port } => {
-            out.insert(
-                "original_authority".into(),
-                json!({ "default_port": default_port }),
-            );
-        }
-    }
-    let protocol = match c.protocol {
-        UpstreamProtocol::Auto => "auto",
-        UpstreamProtocol::Http1 => "http1",
-        UpstreamProtocol::H2 => "h2",
-    };
-    out.insert("protocol".into(), protocol.into());
-    let lb = match c.lb {
-        LbPolicy::RoundRobin => "round-robin",
-        LbPolicy::P2cEwma => "p2c-ewma",
-    };
-    out.insert("lb".into(), lb.into());
-    out.insert(
-        "connect_timeout".into(),
-        format_duration(c.connect_timeout).into(),
-    );
-    out.insert(
-        "idle_timeout".into(),
-        format_duration(c.idle_timeout).into(),
-    );
-    let outlier = match &c.outlier {
-        None => json!({ "enabled": false }),
-        Some(o) => json!({
-            "enabled": true,
-            "consecutive_failures": o.consecutive_failures,
-            "ejection": format_duration(o.base_ejection),
-            "max_ejection": format_duration(o.max_ejection),
-            "max_ejection_percent": o.max_ejection_percent,
-        }),
-    };
-    out.insert("outlier".into(), outlier);
-    if let Some(s) = &c.slow_start {
-        out.insert(
-            "slow_start".into(),
-            json!({ "window": format_duration(s.window), "initial": format!("{}%", s.initial * 100.0) }),
-        );
-    }
-    if let Some(t) = &c.tls {
-        out.insert("tls".into(), tls::cluster_tls(t));
-    }
-    Value::Object(out)
 }
