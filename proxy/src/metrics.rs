@@ -327,6 +327,9 @@ pub struct Metrics {
     pub active_connections: Family<ListenerLabels, Gauge>,
     /// `ferry_active_requests` (includes open streams).
     pub active_requests: Family<ListenerLabels, Gauge>,
+    /// `ferry_runtime_alive_tasks`: tokio tasks alive, read at each scrape (a task leak shows
+    /// here before it shows in memory).
+    pub alive_tasks: Gauge,
     /// `ferry_downstream_idle_closes_total`: connections closed by `idle_timeout`.
     pub idle_closes: Family<ListenerLabels, Counter>,
     /// `ferry_downstream_header_timeout_closes_total`: connections closed by
@@ -391,6 +394,7 @@ impl Metrics {
             tensor_metadata_fetch_failures: Family::default(),
             active_connections: Family::default(),
             active_requests: Family::default(),
+            alive_tasks: Gauge::default(),
             idle_closes: Family::default(),
             header_timeout_closes: Family::default(),
             stalled_closes: Family::default(),
@@ -471,6 +475,11 @@ impl Metrics {
             "ferry_active_requests",
             "Requests and streams in flight",
             m.active_requests.clone(),
+        );
+        registry.register(
+            "ferry_runtime_alive_tasks",
+            "Tokio tasks alive (connections, streams, background work)",
+            m.alive_tasks.clone(),
         );
         registry.register(
             "ferry_downstream_idle_closes",
@@ -573,6 +582,10 @@ impl Metrics {
     /// The exposition: OpenMetrics with exemplars when `openmetrics` (the scraper asked
     /// for it), else the Prometheus text format, which has no exemplars.
     pub fn encode(&self, openmetrics: bool) -> String {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let n = i64::try_from(rt.metrics().num_alive_tasks()).unwrap_or(i64::MAX);
+            self.alive_tasks.set(n);
+        }
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();

@@ -34,7 +34,7 @@ impl Report {
         let column = |f: fn(&Sample) -> f64| -> Vec<(f64, f64)> {
             m.samples.iter().map(|s| (s.t_s, f(s))).collect()
         };
-        let judged: [Column; 8] = [
+        let judged: [Column; 9] = [
             ("RSS (KiB)", |s| s.rss_kib as f64, Judge::Flat),
             ("open fds", |s| s.fds as f64, Judge::Flat),
             (
@@ -60,6 +60,9 @@ impl Report {
             // In-flight requests follow the load's own jitter (a late batch of SSE streams
             // doubles them for a moment), so they are reported with their trend, not judged.
             ("active requests", |s| s.active_requests, Judge::Report),
+            // Tasks: one per downstream connection and stream, one per upstream connection,
+            // background work; they follow in-flight requests and the upstream pool as fds do.
+            ("tokio tasks", |s| s.alive_tasks, Judge::Report),
         ];
         let series = judged
             .into_iter()

@@ -19,7 +19,7 @@ use crate::procfs;
 
 /// The CSV header, one column per [`Sample`] field.
 pub(crate) const CSV_HEADER: &str = "t_s,rss_kib,fds,fds_downstream,fds_upstream,threads,\
-     active_connections,active_requests,cpu_s,ok,failed";
+     active_connections,active_requests,alive_tasks,cpu_s,ok,failed";
 
 /// One row.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,6 +38,8 @@ pub(crate) struct Sample {
     pub active_connections: f64,
     /// `ferry_active_requests` (requests and open streams), summed over listeners.
     pub active_requests: f64,
+    /// `ferry_runtime_alive_tasks`: ferry's tokio tasks (NaN from a ferry without it).
+    pub alive_tasks: f64,
     /// utime + stime so far.
     pub cpu_s: f64,
     /// Requests answered in full since the previous sample.
@@ -68,7 +70,7 @@ impl Sample {
     /// The row as CSV.
     pub(crate) fn csv(&self) -> String {
         format!(
-            "{:.1},{},{},{},{},{},{},{},{:.2},{},{}",
+            "{:.1},{},{},{},{},{},{},{},{},{:.2},{},{}",
             self.t_s,
             self.rss_kib,
             self.fds,
@@ -77,6 +79,7 @@ impl Sample {
             self.threads,
             self.active_connections,
             self.active_requests,
+            self.alive_tasks,
             self.cpu_s,
             self.ok,
             self.failed
@@ -139,6 +142,7 @@ impl Sampler {
             threads: proc.threads,
             active_connections: gauge_sum(&metrics, "ferry_active_connections"),
             active_requests: gauge_sum(&metrics, "ferry_active_requests"),
+            alive_tasks: gauge_sum(&metrics, "ferry_runtime_alive_tasks"),
             cpu_s: proc.cpu_s,
             ok: ok - previous.0,
             failed: failed - previous.1,

@@ -35,6 +35,7 @@ async fn live_ready_config_dump_and_metrics() -> anyhow::Result<()> {
     ];
     assert_eq!(m.sum("ferry_requests_total", &labels), 1.0, "{}", m.text);
     for family in [
+        "ferry_runtime_alive_tasks",
         "ferry_request_duration_seconds",
         "ferry_config_reloads_total",
         "ferry_config_reload_failures_total",
