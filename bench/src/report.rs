@@ -3,20 +3,20 @@
 //! files under `bench/results/<date>/`.
 
 pub mod before_after;
+mod files;
 mod markdown;
 pub mod mtls;
 pub mod tracing;
 pub mod translate;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::Serialize;
 
-use crate::error::{BenchError, IoContext, Result};
 use crate::machine::Machine;
 use crate::targets::Kind;
 
+pub use self::files::{write, write_files};
 pub use self::markdown::render as markdown;
 
 /// One measurement.
@@ -390,14 +390,4 @@ pub fn headline(aggs: &[Aggregate]) -> Vec<Headline> {
         });
     }
     rows
-}
-
-/// Writes results.json and results.md into `dir`.
-pub fn write(dir: &Path, report: &Report) -> Result<()> {
-    std::fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
-    let json = serde_json::to_string_pretty(report)
-        .map_err(|e| BenchError::Report(format!("serialising results: {e}")))?;
-    std::fs::write(dir.join("results.json"), json).ctx(|| "writing results.json".into())?;
-    std::fs::write(dir.join("results.md"), markdown(report)).ctx(|| "writing results.md".into())?;
-    Ok(())
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{Fault, FaultRun, Options};
-use crate::error::{BenchError, IoContext, Result};
+use crate::error::Result;
 use crate::machine::Machine;
 
 /// One line for the console while the runs go.
@@ -44,13 +44,7 @@ pub(super) fn write(opts: &Options, runs: &[FaultRun], ferry_version: &str) -> R
         },
         "runs": runs,
     });
-    let text = serde_json::to_string_pretty(&json)
-        .map_err(|e| BenchError::Report(format!("results.json: {e}")))?;
-    let path = opts.out.join("results.json");
-    std::fs::write(&path, text).ctx(|| format!("writing {}", path.display()))?;
-    let path = opts.out.join("results.md");
-    std::fs::write(&path, markdown(opts, runs, &machine))
-        .ctx(|| format!("writing {}", path.display()))
+    crate::report::write_files(&opts.out, &json, &markdown(opts, runs, &machine))
 }
 
 fn markdown(opts: &Options, runs: &[FaultRun], m: &Machine) -> String {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::case::{self, Case, CaseRun};
 use super::verdict::{P99_RATIO_MAX, SLOW_MAX, SPREAD_MAX, SPREAD_MIN};
 use super::{Balancer, Options};
-use crate::error::{BenchError, IoContext, Result};
+use crate::error::Result;
 use crate::machine::Machine;
 
 /// One line per run for the terminal.
@@ -46,13 +46,7 @@ pub(super) fn write(
         "service_ms": { "fast": case::FAST.as_secs_f64() * 1e3, "slow": case::SLOW.as_secs_f64() * 1e3 },
         "runs": runs,
     });
-    let text = serde_json::to_string_pretty(&json)
-        .map_err(|e| BenchError::Report(format!("results.json: {e}")))?;
-    let path = opts.out.join("results.json");
-    std::fs::write(&path, text).ctx(|| format!("writing {}", path.display()))?;
-    let path = opts.out.join("results.md");
-    std::fs::write(&path, markdown(opts, runs, &machine))
-        .ctx(|| format!("writing {}", path.display()))
+    crate::report::write_files(&opts.out, &json, &markdown(opts, runs, &machine))
 }
 
 fn markdown(opts: &Options, runs: &[CaseRun], m: &Machine) -> String {
