@@ -50,8 +50,8 @@ pub use self::datatype::{ALL as ALL_DATATYPES, DataType};
 pub use self::endpoint::{Endpoint, Rpc};
 pub use self::error::{TranslateError, code, grpc_for_http, http_for_grpc};
 pub(crate) use self::grpc_message::{grpc_status, percent_encode};
-pub(crate) use self::layer::phase;
 pub use self::layer::{OipTranslate, OipTranslateLayer};
+pub(crate) use self::layer::{phase, request_body};
 pub use self::service::{Pending, Translator, grpc_error, rest_error};
 
 use bytes::Bytes;

@@ -3,9 +3,10 @@
 //! Kept hops ([`ferry_filters::trace_context::HopTrace`]) hand their spans to [`TraceExport`],
 //! which only `try_send`s into a queue of `queue` spans: a full queue drops the hop's spans
 //! and counts them, so a slow or dead backend never delays a request nor grows memory. One
-//! task drains the queue in batches (up to [`BATCH`] spans or [`DELAY`]) and calls the OTLP
-//! exporter (gRPC or HTTP/protobuf, from `opentelemetry-otlp`) with the configured timeout;
-//! a failed batch is dropped and counted, and the exporter reconnects on its own.
+//! task drains the queue, encoding each span into the batch's OTLP protobuf as it arrives
+//! ([`encode`]), and sends a batch (up to [`BATCH`] spans or [`DELAY`]) over its own
+//! connection to the collector ([`client`]: gRPC or HTTP/protobuf) within the configured
+//! timeout; a failed batch is dropped and counted, and the next one dials again.
 //!
 //! The SDK's `BatchSpanProcessor` is not used: it works on SDK spans (the request path here
 //! records plain timings and builds `SpanData` only for kept hops), and it reports drops only
@@ -14,19 +15,23 @@
 //!
 //! [`Traces`] keeps the exporter across reloads while the `tracing` block is unchanged.
 
-use std::collections::HashMap;
+mod client;
+mod encode;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferry_config::{OtlpProtocol, Propagation as CfgPropagation, Tracing};
 use ferry_filters::trace_context::{Propagation, SpanSink, TailRules};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::KeyValue;
-use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
+use opentelemetry_sdk::trace::SpanData;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use self::client::OtlpClient;
+use self::encode::Batch;
 use crate::metrics::{DropLabels, Metrics};
 
 /// Spans per export call at most (the OpenTelemetry SDK's default batch size).
@@ -152,6 +157,7 @@ impl SpanSink for TraceExport {
 impl TraceExport {
     fn start(cfg: &Tracing, metrics: Arc<Metrics>) -> Result<Arc<Self>, TracesError> {
         let exporter = build_exporter(cfg)?;
+        let batch = Batch::new(&resource(cfg));
         let (queue, rx) = mpsc::channel(cfg.queue.max(1));
         let (flush, flushing) = watch::channel(false);
         let export = Arc::new(TraceExport {
@@ -160,7 +166,17 @@ impl TraceExport {
             flush,
             task: Mutex::new(None),
         });
-        let task = tokio::spawn(run(rx, exporter, cfg.otlp.timeout, metrics, flushing));
+        let task = tokio::spawn(run(
+            rx,
+            Exporter {
+                client: exporter,
+                batch,
+                timeout: cfg.otlp.timeout,
+                metrics,
+                warned: None,
+            },
+            flushing,
+        ));
         if let Ok(mut slot) = export.task.lock() {
             *slot = Some(task);
         }
@@ -188,51 +204,65 @@ impl TraceExport {
     }
 }
 
-/// The OTLP exporter of `cfg`, with the resource: `service.name` from the config, else
-/// `OTEL_SERVICE_NAME`, else "ferry"; `OTEL_RESOURCE_ATTRIBUTES` (the injector's pod and
-/// namespace) through the SDK's environment detector.
-fn build_exporter(cfg: &Tracing) -> Result<opentelemetry_otlp::SpanExporter, TracesError> {
+/// The collector client of `cfg`: its endpoint, protocol and headers (the config's, over
+/// `OTEL_EXPORTER_OTLP_TRACES_HEADERS`, over `OTEL_EXPORTER_OTLP_HEADERS`).
+fn build_exporter(cfg: &Tracing) -> Result<OtlpClient, TracesError> {
     let endpoint = endpoint(cfg);
     let fail = |reason: String| TracesError {
         endpoint: endpoint.clone(),
         reason,
     };
-    let headers: HashMap<String, String> = cfg.otlp.headers.iter().cloned().collect();
-    let mut exporter = match cfg.otlp.protocol {
-        OtlpProtocol::Grpc => {
-            let mut map = http::HeaderMap::new();
-            for (k, v) in &headers {
-                let name = http::HeaderName::try_from(k.as_str())
-                    .map_err(|e| fail(format!("header {k}: {e}")))?;
-                let value = http::HeaderValue::try_from(v.as_str())
-                    .map_err(|e| fail(format!("header {k}: {e}")))?;
-                map.insert(name, value);
+    let mut map = HeaderMap::new();
+    let env = [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    ]
+    .into_iter()
+    .filter_map(|k| std::env::var(k).ok())
+    .flat_map(|v| env_headers(&v));
+    for (k, v) in env.chain(cfg.otlp.headers.iter().cloned()) {
+        let name =
+            HeaderName::try_from(k.as_str()).map_err(|e| fail(format!("header {k}: {e}")))?;
+        let value =
+            HeaderValue::try_from(v.as_str()).map_err(|e| fail(format!("header {k}: {e}")))?;
+        map.insert(name, value);
+    }
+    OtlpClient::new(&endpoint, cfg.otlp.protocol == OtlpProtocol::Grpc, map)
+        .map_err(|e| fail(e.to_string()))
+}
+
+/// `OTEL_EXPORTER_OTLP_HEADERS`: `key=value` pairs separated by commas, values
+/// percent-encoded (the OpenTelemetry environment-variable spec); a malformed pair is skipped.
+fn env_headers(v: &str) -> Vec<(String, String)> {
+    v.split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), percent_decode(v.trim())))
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
             }
-            let metadata =
-                opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(map);
-            let mut b = opentelemetry_otlp::SpanExporter::builder()
-                .with_tonic()
-                .with_endpoint(endpoint.clone())
-                .with_timeout(cfg.otlp.timeout)
-                .with_metadata(metadata);
-            if endpoint.starts_with("https://") {
-                b = b.with_tls_config(
-                    opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new()
-                        .with_native_roots(),
-                );
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
             }
-            b.build().map_err(|e| fail(e.to_string()))?
         }
-        OtlpProtocol::Http => opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_endpoint(endpoint.clone())
-            .with_timeout(cfg.otlp.timeout)
-            .with_headers(headers)
-            .build()
-            .map_err(|e| fail(e.to_string()))?,
-    };
-    exporter.set_resource(&resource(cfg));
-    Ok(exporter)
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The endpoint: the config's, else the OTLP environment's, else the protocol's default on
@@ -283,21 +313,26 @@ fn resource(cfg: &Tracing) -> Resource {
         .build()
 }
 
+/// The export side of the task: the collector, the batch being filled, and the counters.
+struct Exporter {
+    client: OtlpClient,
+    batch: Batch,
+    timeout: Duration,
+    metrics: Arc<Metrics>,
+    warned: Option<Instant>,
+}
+
 /// The export loop: a batch is sent when full or [`DELAY`] after its first span; a flush
 /// request exports everything queued and ends the loop.
 async fn run(
     mut rx: mpsc::Receiver<SpanData>,
-    exporter: opentelemetry_otlp::SpanExporter,
-    timeout: Duration,
-    metrics: Arc<Metrics>,
+    mut ex: Exporter,
     mut flushing: watch::Receiver<bool>,
 ) {
-    let mut warned: Option<Instant> = None;
-    let mut batch = Vec::with_capacity(BATCH);
     loop {
         tokio::select! {
             first = rx.recv() => match first {
-                Some(span) => batch.push(span),
+                Some(span) => ex.batch.push(&span),
                 None => break,
             },
             _ = flushing.changed() => break,
@@ -305,17 +340,17 @@ async fn run(
         let until = tokio::time::sleep(DELAY);
         tokio::pin!(until);
         let mut stop = false;
-        while batch.len() < BATCH {
+        while ex.batch.len() < BATCH {
             tokio::select! {
                 next = rx.recv() => match next {
-                    Some(span) => batch.push(span),
+                    Some(span) => ex.batch.push(&span),
                     None => { stop = true; break; }
                 },
                 _ = &mut until => break,
                 _ = flushing.changed() => { stop = true; break; }
             }
         }
-        send(&exporter, &mut batch, timeout, &metrics, &mut warned).await;
+        ex.send().await;
         if stop {
             break;
         }
@@ -323,49 +358,36 @@ async fn run(
     // Flush: what is queued now goes out; spans arriving later are dropped as `shutdown`.
     rx.close();
     while let Ok(span) = rx.try_recv() {
-        batch.push(span);
-        if batch.len() == BATCH {
-            send(&exporter, &mut batch, timeout, &metrics, &mut warned).await;
+        ex.batch.push(&span);
+        if ex.batch.len() == BATCH {
+            ex.send().await;
         }
     }
-    send(&exporter, &mut batch, timeout, &metrics, &mut warned).await;
+    ex.send().await;
 }
 
-async fn send(
-    exporter: &opentelemetry_otlp::SpanExporter,
-    batch: &mut Vec<SpanData>,
-    timeout: Duration,
-    metrics: &Metrics,
-    warned: &mut Option<Instant>,
-) {
-    if batch.is_empty() {
-        return;
-    }
-    let spans = std::mem::replace(batch, Vec::with_capacity(BATCH));
-    let n = spans.len() as u64;
-    // The exporter has its own timeout; this one bounds a connect that hangs as well.
-    let error =
-        match tokio::time::timeout(timeout + Duration::from_millis(100), exporter.export(spans))
-            .await
-        {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(_) => Some(format!("no answer within {timeout:?}")),
-        };
-    match error {
-        None => {
-            metrics.trace_spans_exported.inc_by(n);
+impl Exporter {
+    async fn send(&mut self) {
+        if self.batch.is_empty() {
+            return;
         }
-        Some(error) => {
-            metrics
-                .trace_spans_dropped
-                .get_or_create(&DropLabels {
-                    reason: "export_failed",
-                })
-                .inc_by(n);
-            if warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
-                *warned = Some(Instant::now());
-                tracing::warn!(%error, spans = n, "tracing: export failed; spans dropped");
+        let n = self.batch.len() as u64;
+        let body = self.batch.take_request(self.client.is_grpc());
+        match self.client.export(body, self.timeout).await {
+            Ok(()) => {
+                self.metrics.trace_spans_exported.inc_by(n);
+            }
+            Err(error) => {
+                self.metrics
+                    .trace_spans_dropped
+                    .get_or_create(&DropLabels {
+                        reason: "export_failed",
+                    })
+                    .inc_by(n);
+                if self.warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+                    self.warned = Some(Instant::now());
+                    tracing::warn!(%error, spans = n, "tracing: export failed; spans dropped");
+                }
             }
         }
     }
@@ -386,5 +408,17 @@ mod tests {
         cfg.otlp.protocol = OtlpProtocol::Grpc;
         cfg.otlp.endpoint = Some("http://c:4317".into());
         assert_eq!(endpoint(&cfg), "http://c:4317");
+    }
+
+    #[test]
+    fn environment_headers_are_split_trimmed_and_percent_decoded() {
+        assert_eq!(
+            env_headers("api-key=a%20b%2Cc , X-Tenant=t1,broken,=v"),
+            vec![
+                ("api-key".to_owned(), "a b,c".to_owned()),
+                ("x-tenant".to_owned(), "t1".to_owned()),
+            ]
+        );
+        assert_eq!(percent_decode("100%"), "100%");
     }
 }

@@ -190,7 +190,7 @@ fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
     if let Some(c) = Connection::of(req) {
         kvs.push(KeyValue::new(
             "network.peer.address",
-            c.peer.ip().to_string(),
+            super::ip_text(c.peer.ip()),
         ));
         if let Some(id) = &c.identity {
             kvs.push(KeyValue::new("ferry.peer.identity", id.0.to_string()));
@@ -206,10 +206,14 @@ fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
             kvs.push(KeyValue::new("rpc.system", "grpc"));
             kvs.push(KeyValue::new("rpc.service", service.to_owned()));
             kvs.push(KeyValue::new("rpc.method", m.to_owned()));
-            format!("{service}/{m}")
+            let mut name = String::with_capacity(service.len() + 1 + m.len());
+            name.push_str(service);
+            name.push('/');
+            name.push_str(m);
+            name
         }
         None => match &route {
-            Some(r) => format!("{method} {r}"),
+            Some(r) => super::join_name(&method, r),
             None => method,
         },
     };

@@ -129,3 +129,18 @@ proptest! {
         prop_assert_eq!(back.sampled, Some(sampled));
     }
 }
+
+#[test]
+fn ip_text_matches_display() {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    for ip in [
+        IpAddr::V4(Ipv4Addr::new(0, 0, 0, 0)),
+        IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)),
+        IpAddr::V4(Ipv4Addr::new(10, 99, 100, 255)),
+        IpAddr::V4(Ipv4Addr::new(9, 10, 109, 110)),
+        IpAddr::V6(Ipv6Addr::LOCALHOST),
+    ] {
+        assert_eq!(super::ip_text(ip), ip.to_string());
+    }
+    assert_eq!(super::join_name("GET", "default"), "GET default");
+}

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use crate::trace_context::HopTrace;
-use crate::translate::phase;
+use crate::translate::{phase, request_body};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -89,12 +89,24 @@ where
             }
             Ok(translate) => Box::pin(async move {
                 let translated = translate.await;
-                phase(hop.as_deref(), "translate.decode", started);
+                phase(
+                    hop.as_deref(),
+                    "translate.decode",
+                    started,
+                    &translated,
+                    request_body,
+                );
                 let (req, pending) = translated?;
                 let resp = inner.call(req).await.map_err(Into::into)?;
                 let started = Instant::now();
                 let answer = pending.response(resp).await;
-                phase(hop.as_deref(), "translate.encode", started);
+                phase(
+                    hop.as_deref(),
+                    "translate.encode",
+                    started,
+                    &answer,
+                    Response::body,
+                );
                 Ok(answer?)
             }),
         }

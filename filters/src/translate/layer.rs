@@ -90,12 +90,24 @@ where
             return Box::pin(async move {
                 let started = Instant::now();
                 let translated = translator.try_request(req).await;
-                phase(hop.as_deref(), "translate.decode", started);
+                phase(
+                    hop.as_deref(),
+                    "translate.decode",
+                    started,
+                    &translated,
+                    request_body,
+                );
                 let (req, pending) = translated?;
                 let resp = inner.call(req).await.map_err(Into::into)?;
                 let started = Instant::now();
                 let answer = pending.try_response(resp).await;
-                phase(hop.as_deref(), "translate.encode", started);
+                phase(
+                    hop.as_deref(),
+                    "translate.encode",
+                    started,
+                    &answer,
+                    Response::body,
+                );
                 Ok(answer?)
             });
         }
@@ -114,21 +126,59 @@ where
             };
             let started = Instant::now();
             let translated = translator.try_request_probing(req, send_probe).await;
-            phase(hop.as_deref(), "translate.decode", started);
+            phase(
+                hop.as_deref(),
+                "translate.decode",
+                started,
+                &translated,
+                request_body,
+            );
             let (req, pending) = translated?;
             let resp = inner.call(req).await.map_err(Into::into)?;
             let started = Instant::now();
             let answer = pending.try_response(resp).await;
-            phase(hop.as_deref(), "translate.encode", started);
+            phase(
+                hop.as_deref(),
+                "translate.encode",
+                started,
+                &answer,
+                Response::body,
+            );
             Ok(answer?)
         })
     }
 }
 
 /// A translation step of a recorded request, as a span under its hop (the body collection it
-/// waits for included: that is time the caller's request spends here).
-pub(crate) fn phase(hop: Option<&HopTrace>, name: &'static str, started: Instant) {
+/// waits for included: that is time the caller's request spends here). `out` is what the
+/// step produced: its body's size, when known before it streams, goes on the span as
+/// `ferry.translate.bytes` (for an inference call, tensors make up nearly all of it).
+pub(crate) fn phase<T, B: Body, E>(
+    hop: Option<&HopTrace>,
+    name: &'static str,
+    started: Instant,
+    out: &Result<T, E>,
+    body: impl Fn(&T) -> &B,
+) {
     if let Some(hop) = hop {
-        hop.phase(name, started, Instant::now(), Vec::new());
+        let attributes = match out {
+            Ok(t) => body(t)
+                .size_hint()
+                .exact()
+                .map(|n| {
+                    vec![opentelemetry::KeyValue::new(
+                        "ferry.translate.bytes",
+                        i64::try_from(n).unwrap_or(i64::MAX),
+                    )]
+                })
+                .unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        hop.phase(name, started, Instant::now(), attributes);
     }
+}
+
+/// The request of a translated `(request, pending)` pair.
+pub(crate) fn request_body<B, P>(t: &(Request<B>, P)) -> &B {
+    t.0.body()
 }

@@ -123,6 +123,12 @@ pub async fn grpc_server_joins_the_trace(phoenix: Arc<Phoenix>) -> anyhow::Resul
         attempt.start_unix_micros() <= encode.start_unix_micros(),
         "{trace:#?}"
     );
+    // The size of what each step produced: the ModelInferRequest sent upstream (tensors,
+    // names, shapes) and the caller's JSON answer.
+    for step in [decode, encode] {
+        let bytes = step.attr_i64("ferry.translate.bytes");
+        assert!(bytes.is_some_and(|n| n > 16), "{step:#?}");
+    }
 
     assert_eq!(
         hop.attr_str("ferry.translate"),

@@ -50,7 +50,7 @@ impl AttemptSpan {
         let method = req.method().as_str().to_owned();
         // One rendering of the address, shared by both attributes.
         let ip = opentelemetry::StringValue::from(std::sync::Arc::<str>::from(
-            endpoint.addr.ip().to_string(),
+            ferry_filters::trace_context::ip_text(endpoint.addr.ip()),
         ));
         let mut attributes = vec![
             KeyValue::new("http.request.method", method.clone()),
@@ -81,7 +81,7 @@ impl AttemptSpan {
                 attributes.push(KeyValue::new("rpc.method", m.to_owned()));
                 Cow::Owned(format!("{service}/{m}"))
             }
-            _ => Cow::Owned(format!("{method} {cluster}")),
+            _ => Cow::Owned(ferry_filters::trace_context::join_name(&method, cluster)),
         };
         Some(AttemptSpan {
             hop,

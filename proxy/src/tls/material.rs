@@ -367,7 +367,7 @@ fn add_roots(
 }
 
 /// The system's trust anchors (rustls-native-certs: the distribution's bundle), read once.
-fn system_roots() -> Arc<RootCertStore> {
+pub(crate) fn system_roots() -> Arc<RootCertStore> {
     static ROOTS: std::sync::OnceLock<Arc<RootCertStore>> = std::sync::OnceLock::new();
     ROOTS
         .get_or_init(|| {
