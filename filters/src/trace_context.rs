@@ -13,6 +13,7 @@
 
 mod body;
 mod hop;
+mod kept;
 mod layer;
 mod parse;
 
@@ -27,6 +28,7 @@ pub use self::body::{StreamKind, TracedBody};
 pub use self::hop::{
     HopStart, HopTrace, SpanRecord, SpanSink, TailRules, new_span_id, new_trace_id, ratio_sampled,
 };
+pub use self::kept::{KeptHop, SpanEvent, SpanView};
 pub use self::layer::{OnTrace, TraceLayer, TraceService, TraceSettings, grpc_status};
 pub use self::parse::{parse_b3_multi, parse_b3_single, parse_traceparent};
 
@@ -202,6 +204,27 @@ pub fn ip_text(ip: std::net::IpAddr) -> String {
             s
         }
         std::net::IpAddr::V6(v6) => v6.to_string(),
+    }
+}
+
+/// A method as an attribute value: the standard ones are static strings (no allocation per
+/// recorded request), others are copied.
+pub fn method_value(m: &http::Method) -> opentelemetry::StringValue {
+    use http::Method as M;
+    const KNOWN: [(M, &str); 9] = [
+        (M::GET, "GET"),
+        (M::POST, "POST"),
+        (M::PUT, "PUT"),
+        (M::DELETE, "DELETE"),
+        (M::HEAD, "HEAD"),
+        (M::OPTIONS, "OPTIONS"),
+        (M::PATCH, "PATCH"),
+        (M::CONNECT, "CONNECT"),
+        (M::TRACE, "TRACE"),
+    ];
+    match KNOWN.iter().find(|(k, _)| k == m) {
+        Some((_, name)) => opentelemetry::StringValue::from(*name),
+        None => opentelemetry::StringValue::from(m.as_str().to_owned()),
     }
 }
 

@@ -14,17 +14,18 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use http::{HeaderMap, HeaderValue, Request};
-use opentelemetry::trace::{self as otel, SpanContext, SpanKind, Status, TraceFlags, TraceState};
+use opentelemetry::trace::SpanKind;
 use opentelemetry::{InstrumentationScope, KeyValue};
-use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
+use super::kept::{KeptHop, SpanEvent, wall};
 use super::{Propagation, SpanId, TraceId, inject};
 
 /// Where kept hops go (the exporter's bounded queue). Called from whatever drops a hop's last
 /// reference, on a runtime thread: it must neither block nor wait.
 pub trait SpanSink: Send + Sync + std::fmt::Debug {
-    /// Takes the spans of one kept hop.
-    fn export(&self, spans: Vec<SpanData>);
+    /// Takes the spans of one kept hop: borrowed, so an exporter can encode them where they
+    /// lie ([`KeptHop::spans`]) or build the SDK's `SpanData` ([`KeptHop::to_span_data`]).
+    fn export(&self, hop: &KeptHop<'_>);
 }
 
 /// When a hop that was not head-sampled is still kept.
@@ -61,7 +62,7 @@ pub struct SpanRecord {
     /// Attributes.
     pub attributes: Vec<KeyValue>,
     /// Events, each at an instant.
-    pub events: Vec<(Cow<'static, str>, Instant, Vec<KeyValue>)>,
+    pub events: Vec<SpanEvent>,
     /// Set when the span failed: its description.
     pub error: Option<String>,
 }
@@ -70,32 +71,32 @@ pub struct SpanRecord {
 /// `Arc<HopTrace>`.
 #[derive(Debug)]
 pub struct HopTrace {
-    trace_id: TraceId,
-    span_id: SpanId,
+    pub(super) trace_id: TraceId,
+    pub(super) span_id: SpanId,
     /// The caller's span, when a context arrived.
-    parent: Option<SpanId>,
-    sampled: bool,
-    tracestate: Option<HeaderValue>,
-    formats: Arc<[Propagation]>,
+    pub(super) parent: Option<SpanId>,
+    pub(super) sampled: bool,
+    pub(super) tracestate: Option<HeaderValue>,
+    pub(super) formats: Arc<[Propagation]>,
     /// Wall clock and monotonic clock read together: spans carry wall times, durations come
     /// from the monotonic clock.
-    anchor: (SystemTime, Instant),
-    tail: TailRules,
-    sink: Arc<dyn SpanSink>,
-    state: Mutex<HopState>,
+    pub(super) anchor: (SystemTime, Instant),
+    pub(super) tail: TailRules,
+    pub(super) sink: Arc<dyn SpanSink>,
+    pub(super) state: Mutex<HopState>,
 }
 
 #[derive(Debug, Default)]
-struct HopState {
-    name: Cow<'static, str>,
-    attributes: Vec<KeyValue>,
-    events: Vec<(Cow<'static, str>, Instant, Vec<KeyValue>)>,
-    children: Vec<SpanRecord>,
-    end: Option<Instant>,
+pub(super) struct HopState {
+    pub(super) name: Cow<'static, str>,
+    pub(super) attributes: Vec<KeyValue>,
+    pub(super) events: Vec<SpanEvent>,
+    pub(super) children: Vec<SpanRecord>,
+    pub(super) end: Option<Instant>,
     /// The span's error (status), when it failed as OpenTelemetry counts failures.
-    error: Option<String>,
+    pub(super) error: Option<String>,
     /// Whether the answer was a 5xx or a gRPC error (the `always_errors` rule).
-    failed: bool,
+    pub(super) failed: bool,
 }
 
 /// What a hop starts from.
@@ -194,6 +195,17 @@ impl HopTrace {
         self.state().attributes.extend(kvs);
     }
 
+    /// Adds attributes to the SERVER span; the first call's vector is kept as is (size it for
+    /// the attributes added later, and no request copies or regrows it).
+    pub fn add_attribute_vec(&self, kvs: Vec<KeyValue>) {
+        let mut s = self.state();
+        if s.attributes.is_empty() {
+            s.attributes = kvs;
+        } else {
+            s.attributes.extend(kvs);
+        }
+    }
+
     /// Adds an event to the SERVER span.
     pub fn event(&self, name: impl Into<Cow<'static, str>>, at: Instant, kvs: Vec<KeyValue>) {
         self.state().events.push((name.into(), at, kvs));
@@ -243,33 +255,8 @@ impl HopTrace {
         }
     }
 
-    fn wall(&self, at: Instant) -> SystemTime {
-        let (wall, mono) = self.anchor;
-        match at.checked_duration_since(mono) {
-            Some(d) => wall + d,
-            None => wall - mono.saturating_duration_since(at),
-        }
-    }
-
-    fn context(&self, span: SpanId) -> SpanContext {
-        let flags = if self.sampled {
-            TraceFlags::SAMPLED
-        } else {
-            TraceFlags::default()
-        };
-        let state = self
-            .tracestate
-            .as_ref()
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.parse::<TraceState>().ok())
-            .unwrap_or_default();
-        SpanContext::new(
-            otel::TraceId::from_bytes(self.trace_id.0),
-            otel::SpanId::from_bytes(span.0),
-            flags,
-            false,
-            state,
-        )
+    pub(super) fn wall(&self, at: Instant) -> SystemTime {
+        wall(self.anchor, at)
     }
 
     fn keep(&self, s: &HopState, end: Instant) -> bool {
@@ -280,59 +267,6 @@ impl HopTrace {
                 .slower_than
                 .is_some_and(|t| end.saturating_duration_since(self.anchor.1) >= t)
     }
-
-    fn spans(&self, s: HopState, end: Instant) -> Vec<SpanData> {
-        let scope = scope();
-        let mut out = Vec::with_capacity(1 + s.children.len());
-        let events = |evs: Vec<(Cow<'static, str>, Instant, Vec<KeyValue>)>| {
-            // Non-exhaustive with public fields: built from its default.
-            let mut out = SpanEvents::default();
-            out.events = evs
-                .into_iter()
-                .map(|(name, at, attributes)| otel::Event::new(name, self.wall(at), attributes, 0))
-                .collect();
-            out
-        };
-        let status = |error: Option<String>| match error {
-            Some(description) => Status::error(description),
-            None => Status::Unset,
-        };
-        out.push(SpanData {
-            span_context: self.context(self.span_id),
-            parent_span_id: self
-                .parent
-                .map_or(otel::SpanId::INVALID, |p| otel::SpanId::from_bytes(p.0)),
-            parent_span_is_remote: self.parent.is_some(),
-            span_kind: SpanKind::Server,
-            name: s.name,
-            start_time: self.anchor.0,
-            end_time: self.wall(end),
-            attributes: s.attributes,
-            dropped_attributes_count: 0,
-            events: events(s.events),
-            links: SpanLinks::default(),
-            status: status(s.error),
-            instrumentation_scope: scope.clone(),
-        });
-        for c in s.children {
-            out.push(SpanData {
-                span_context: self.context(c.span_id),
-                parent_span_id: otel::SpanId::from_bytes(c.parent.0),
-                parent_span_is_remote: false,
-                span_kind: c.kind,
-                name: c.name,
-                start_time: self.wall(c.start),
-                end_time: self.wall(c.end),
-                attributes: c.attributes,
-                dropped_attributes_count: 0,
-                events: events(c.events),
-                links: SpanLinks::default(),
-                status: status(c.error),
-                instrumentation_scope: scope.clone(),
-            });
-        }
-        out
-    }
 }
 
 impl Drop for HopTrace {
@@ -341,13 +275,16 @@ impl Drop for HopTrace {
         let state = std::mem::take(self.state.get_mut().unwrap_or_else(|p| p.into_inner()));
         let end = state.end.unwrap_or(now);
         if self.keep(&state, end) {
-            let spans = self.spans(state, end);
-            self.sink.export(spans);
+            self.sink.export(&KeptHop {
+                hop: self,
+                state: &state,
+                end,
+            });
         }
     }
 }
 
-fn scope() -> InstrumentationScope {
+pub(super) fn scope() -> InstrumentationScope {
     static SCOPE: std::sync::OnceLock<InstrumentationScope> = std::sync::OnceLock::new();
     SCOPE
         .get_or_init(|| {

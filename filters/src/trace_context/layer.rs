@@ -178,11 +178,14 @@ where
 /// The SERVER span's name and request attributes (OpenTelemetry HTTP and RPC conventions,
 /// plus ferry's own).
 fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
-    let method = req.method().as_str().to_owned();
+    let method = req.method().as_str();
     let path = req.uri().path();
     let mut kvs = Vec::with_capacity(fixed.len() + 10);
     kvs.extend_from_slice(fixed);
-    kvs.push(KeyValue::new("http.request.method", method.clone()));
+    kvs.push(KeyValue::new(
+        "http.request.method",
+        super::method_value(req.method()),
+    ));
     kvs.push(KeyValue::new("url.path", path.to_owned()));
     if let Some(host) = authority(req) {
         kvs.push(KeyValue::new("server.address", host));
@@ -200,7 +203,7 @@ fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
     let route = fixed
         .iter()
         .find(|kv| kv.key.as_str() == "ferry.route")
-        .map(|kv| kv.value.as_str().into_owned());
+        .map(|kv| kv.value.as_str());
     let name = match grpc {
         Some((service, m)) => {
             kvs.push(KeyValue::new("rpc.system", "grpc"));
@@ -213,8 +216,8 @@ fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
             name
         }
         None => match &route {
-            Some(r) => super::join_name(&method, r),
-            None => method,
+            Some(r) => super::join_name(method, r),
+            None => method.to_owned(),
         },
     };
     let model = req
@@ -237,7 +240,7 @@ fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
         }
     }
     hop.set_name(name);
-    hop.add_attributes(kvs);
+    hop.add_attribute_vec(kvs);
 }
 
 fn authority<B>(req: &Request<B>) -> Option<String> {
@@ -297,14 +300,17 @@ where
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 let grpc_status = grpc_status(resp.headers());
-                let mut kvs = vec![KeyValue::new(
-                    "http.response.status_code",
-                    i64::from(status),
-                )];
-                if let Some(code) = grpc_status {
-                    kvs.push(KeyValue::new("rpc.grpc.status_code", i64::from(code)));
-                }
-                hop.add_attributes(kvs);
+                // Into the vector `describe` sized for them: no allocation here.
+                hop.add_attributes(
+                    std::iter::once(KeyValue::new(
+                        "http.response.status_code",
+                        i64::from(status),
+                    ))
+                    .chain(
+                        grpc_status
+                            .map(|code| KeyValue::new("rpc.grpc.status_code", i64::from(code))),
+                    ),
+                );
                 hop.event("response.headers", now, Vec::new());
                 if status >= 500 {
                     hop.fail(Some(format!("HTTP {status}")));

@@ -17,11 +17,11 @@ use crate::translate::{BoxError, TranslateBody};
 struct Collect(Mutex<Vec<SpanData>>);
 
 impl SpanSink for Collect {
-    fn export(&self, spans: Vec<SpanData>) {
+    fn export(&self, hop: &KeptHop<'_>) {
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .extend(spans);
+            .extend(hop.to_span_data());
     }
 }
 

@@ -29,6 +29,9 @@ pub struct Endpoint {
     pub addr: SocketAddr,
     /// The endpoint's pooled connections.
     pub conns: crate::upstream::Conns,
+    /// The address's IP as span attributes carry it, rendered once (a recorded attempt
+    /// would otherwise format and allocate it each time).
+    pub ip_text: opentelemetry::StringValue,
     in_flight: AtomicUsize,
     consecutive_failures: AtomicU32,
     /// End of the current ejection in nanoseconds after [`epoch`] (0: never ejected). An
@@ -75,6 +78,9 @@ impl Endpoint {
         Self {
             addr,
             conns: crate::upstream::Conns::new(addr),
+            ip_text: opentelemetry::StringValue::from(Arc::<str>::from(
+                ferry_filters::trace_context::ip_text(addr.ip()),
+            )),
             in_flight: AtomicUsize::new(0),
             consecutive_failures: AtomicU32::new(0),
             ejected_until: AtomicU64::new(0),

@@ -41,24 +41,29 @@ impl AttemptSpan {
     pub fn open<B>(
         req: &mut Request<B>,
         endpoint: &Endpoint,
-        cluster: &str,
+        cluster: &Arc<str>,
         attempt: u32,
     ) -> Option<AttemptSpan> {
         let hop = HopTrace::of(req)?.clone();
         let span = new_span_id();
         hop.inject(req.headers_mut(), span);
-        let method = req.method().as_str().to_owned();
-        // One rendering of the address, shared by both attributes.
-        let ip = opentelemetry::StringValue::from(std::sync::Arc::<str>::from(
-            ferry_filters::trace_context::ip_text(endpoint.addr.ip()),
-        ));
-        let mut attributes = vec![
-            KeyValue::new("http.request.method", method.clone()),
+        let method = req.method().as_str();
+        let ip = endpoint.ip_text.clone();
+        // Sized for every attribute the span may get (no regrowth per request).
+        let mut attributes = Vec::with_capacity(14);
+        attributes.extend([
+            KeyValue::new(
+                "http.request.method",
+                ferry_filters::trace_context::method_value(req.method()),
+            ),
             KeyValue::new("server.address", ip.clone()),
             KeyValue::new("server.port", i64::from(endpoint.addr.port())),
             KeyValue::new("network.peer.address", ip),
-            KeyValue::new("ferry.cluster", cluster.to_owned()),
-        ];
+            KeyValue::new(
+                "ferry.cluster",
+                opentelemetry::StringValue::from(cluster.clone()),
+            ),
+        ]);
         if attempt > 1 {
             attributes.push(KeyValue::new(
                 "http.request.resend_count",
@@ -81,7 +86,7 @@ impl AttemptSpan {
                 attributes.push(KeyValue::new("rpc.method", m.to_owned()));
                 Cow::Owned(format!("{service}/{m}"))
             }
-            _ => Cow::Owned(ferry_filters::trace_context::join_name(&method, cluster)),
+            _ => Cow::Owned(ferry_filters::trace_context::join_name(method, cluster)),
         };
         Some(AttemptSpan {
             hop,

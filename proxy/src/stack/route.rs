@@ -155,12 +155,15 @@ pub fn route_trace_layer(
     r: &Route,
     targets: &[(u32, Arc<Cluster>)],
 ) -> TraceLayer {
+    // Shared strings: every recorded request copies these into its span, and cloning an
+    // owned `String` value was an allocation per attribute per request.
+    let shared = |s: Arc<str>| opentelemetry::StringValue::from(s);
     let mut attributes = vec![
-        KeyValue::new("ferry.listener", listener.to_string()),
-        KeyValue::new("ferry.route", r.name.clone()),
+        KeyValue::new("ferry.listener", shared(listener.clone())),
+        KeyValue::new("ferry.route", shared(Arc::from(r.name.as_str()))),
     ];
     if let [(_, cluster)] = targets {
-        attributes.push(KeyValue::new("ferry.cluster", cluster.name.to_string()));
+        attributes.push(KeyValue::new("ferry.cluster", shared(cluster.name.clone())));
     }
     if let Some(t) = r.translate.as_ref() {
         attributes.push(KeyValue::new("ferry.translate", translate_direction(t)));

@@ -5,7 +5,8 @@
 //! and value into owned strings, then prost encodes them and drops them again. Measured with
 //! callgrind (bench/results/2026-12-05c-tracing), that pipeline was ~48k of the ~76k
 //! instructions a 100 %-sampled request added, more than the whole ≤ 1.25× budget. Here each
-//! span is encoded once, as it leaves the queue, with no allocation but the buffer's growth;
+//! span is encoded once, straight from the hop's record when the hop ends (no `SpanData` is
+//! built), with no allocation but the buffer's growth;
 //! the message layout follows `opentelemetry/proto/trace/v1/trace.proto` and
 //! `common/v1/common.proto` field by field (numbers in the constants below). The unit tests
 //! decode the output with `opentelemetry-proto`'s prost messages, so the two cannot drift.
@@ -14,10 +15,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use opentelemetry::trace::{SpanKind, Status};
+use ferry_filters::trace_context::SpanView;
+use opentelemetry::trace::SpanKind;
 use opentelemetry::{Array, KeyValue, Value};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::SpanData;
 
 // Wire types.
 const VARINT: u8 = 0;
@@ -40,6 +41,9 @@ pub struct Batch {
     buf: Vec<u8>,
     count: usize,
 }
+
+/// What a new batch's buffer holds before it first grows (a few dozen spans).
+const FIRST_CAPACITY: usize = 32 * 1024;
 
 /// The largest varint a length takes (lengths are below 2^32).
 const MAX_LEN: usize = 5;
@@ -64,6 +68,18 @@ impl Batch {
         batch
     }
 
+    /// An empty batch for the same resource and scope.
+    pub fn empty_like(&self) -> Self {
+        let mut batch = Batch {
+            resource: self.resource.clone(),
+            scope: self.scope.clone(),
+            buf: Vec::with_capacity(self.prefix() + FIRST_CAPACITY),
+            count: 0,
+        };
+        batch.buf.resize(batch.prefix(), 0);
+        batch
+    }
+
     /// Room for the gRPC prefix and every enclosing tag and length at their largest.
     fn prefix(&self) -> usize {
         5 + 5 * (1 + MAX_LEN) + self.resource.len() + self.scope.len()
@@ -80,14 +96,14 @@ impl Batch {
     }
 
     /// Encodes one span.
-    pub fn push(&mut self, span: &SpanData) {
+    pub fn push(&mut self, span: &SpanView<'_>) {
         message(&mut self.buf, 2, 2, |b| encode_span(b, span));
         self.count += 1;
     }
 
     /// The `ExportTraceServiceRequest` of the spans held; with `grpc`, behind the gRPC
-    /// message prefix (uncompressed flag, big-endian length). Empties the batch.
-    pub fn take_request(&mut self, grpc: bool) -> Bytes {
+    /// message prefix (uncompressed flag, big-endian length).
+    pub fn into_request(mut self, grpc: bool) -> Bytes {
         let prefix = self.prefix();
         let spans = self.buf.len() - prefix;
         // ScopeSpans = scope (1) + spans (2); ResourceSpans = resource (1) + scope_spans (2);
@@ -108,76 +124,45 @@ impl Batch {
         bytes(&mut head, 1, &self.scope);
         let start = prefix - head.len();
         self.buf[start..prefix].copy_from_slice(&head);
-        // The next batch is likely the size of this one: start it at that capacity.
-        let mut next = Vec::with_capacity(self.buf.capacity());
-        next.resize(prefix, 0);
-        let full = std::mem::replace(&mut self.buf, next);
-        self.count = 0;
-        Bytes::from(full).slice(start..)
+        Bytes::from(self.buf).slice(start..)
     }
 }
 
-fn encode_span(b: &mut Vec<u8>, s: &SpanData) {
-    let cx = &s.span_context;
-    bytes(b, 1, &cx.trace_id().to_bytes());
-    bytes(b, 2, &cx.span_id().to_bytes());
-    let state = cx.trace_state().header();
-    if !state.is_empty() {
-        string(b, 3, &state);
+fn encode_span(b: &mut Vec<u8>, s: &SpanView<'_>) {
+    bytes(b, 1, &s.trace_id.0);
+    bytes(b, 2, &s.span_id.0);
+    if let Some(state) = s.tracestate.filter(|t| !t.is_empty()) {
+        string(b, 3, state);
     }
-    if s.parent_span_id != opentelemetry::trace::SpanId::INVALID {
-        bytes(b, 4, &s.parent_span_id.to_bytes());
+    if let Some(parent) = s.parent {
+        bytes(b, 4, &parent.0);
     }
-    string(b, 5, &s.name);
-    uint(b, 6, kind(&s.span_kind));
-    fixed64(b, 7, nanos(s.start_time));
-    fixed64(b, 8, nanos(s.end_time));
-    for kv in &s.attributes {
-        message(b, 9, 1, |b| key_value(b, kv.key.as_str(), &kv.value));
-    }
-    uint(b, 10, u64::from(s.dropped_attributes_count));
-    for e in s.events.iter() {
+    string(b, 5, s.name);
+    uint(b, 6, kind(&s.kind));
+    fixed64(b, 7, nanos(s.start));
+    fixed64(b, 8, nanos(s.end));
+    attributes(b, 9, s.attributes);
+    for (name, at, kvs) in s.events {
         message(b, 11, 2, |b| {
-            fixed64(b, 1, nanos(e.timestamp));
-            string(b, 2, &e.name);
-            attributes(b, 3, &e.attributes);
-            uint(b, 4, u64::from(e.dropped_attributes_count));
+            fixed64(b, 1, nanos(s.wall(*at)));
+            string(b, 2, name);
+            attributes(b, 3, kvs);
         });
     }
-    uint(b, 12, u64::from(s.events.dropped_count));
-    for l in s.links.iter() {
-        message(b, 13, 2, |b| {
-            bytes(b, 1, &l.span_context.trace_id().to_bytes());
-            bytes(b, 2, &l.span_context.span_id().to_bytes());
-            let state = l.span_context.trace_state().header();
-            if !state.is_empty() {
-                string(b, 3, &state);
-            }
-            attributes(b, 4, &l.attributes);
-            uint(b, 5, u64::from(l.dropped_attributes_count));
-            fixed32(
-                b,
-                6,
-                flags(l.span_context.is_remote(), l.span_context.trace_flags()),
-            );
-        });
-    }
-    uint(b, 14, u64::from(s.links.dropped_count));
-    match &s.status {
-        Status::Unset => {}
-        Status::Ok => message(b, 15, 1, |b| uint(b, 3, 1)),
-        Status::Error { description } => message(b, 15, 1, |b| {
-            string(b, 2, description);
+    if let Some(error) = s.error {
+        // Status { message = 2, code = 3 (ERROR = 2) }.
+        message(b, 15, 1, |b| {
+            string(b, 2, error);
             uint(b, 3, 2);
-        }),
+        });
     }
-    fixed32(b, 16, flags(s.parent_span_is_remote, cx.trace_flags()));
+    fixed32(b, 16, flags(s.parent_is_remote, s.sampled));
 }
 
-/// `Span.flags`: the W3C trace flags in bits 0–7, then "whether the parent is remote is
-/// known" (0x100) and "the parent is remote" (0x200), as the OTLP spec defines them.
-fn flags(remote: bool, trace_flags: opentelemetry::trace::TraceFlags) -> u32 {
-    u32::from(trace_flags.to_u8()) | 0x100 | if remote { 0x200 } else { 0 }
+/// `Span.flags`: the W3C trace flags in bits 0–7 (sampled = 1), then "whether the parent is
+/// remote is known" (0x100) and "the parent is remote" (0x200), as the OTLP spec defines them.
+fn flags(remote: bool, sampled: bool) -> u32 {
+    u32::from(sampled) | 0x100 | if remote { 0x200 } else { 0 }
 }
 
 fn kind(k: &SpanKind) -> u64 {
@@ -197,8 +182,37 @@ fn nanos(t: SystemTime) -> u64 {
 
 fn attributes(b: &mut Vec<u8>, field: u32, kvs: &[KeyValue]) {
     for kv in kvs {
-        message(b, field, 1, |b| key_value(b, kv.key.as_str(), &kv.value));
+        let key = kv.key.as_str();
+        match &kv.value {
+            // Strings and integers (nearly every attribute) have lengths known up front:
+            // written straight through, without the in-place length fix-up.
+            Value::String(v) => {
+                let v = v.as_str().as_bytes();
+                let any = 1 + varint_len(v.len() as u64) + v.len();
+                scalar(b, field, key, any, |b| bytes(b, 1, v));
+            }
+            Value::I64(v) => {
+                let any = 1 + varint_len(*v as u64);
+                scalar(b, field, key, any, |b| {
+                    tag(b, 3, VARINT);
+                    varint(b, *v as u64);
+                });
+            }
+            other => message(b, field, 1, |b| key_value(b, key, other)),
+        }
     }
+}
+
+/// A `KeyValue` whose `AnyValue` body takes `any` bytes, written by `value`.
+fn scalar(b: &mut Vec<u8>, field: u32, key: &str, any: usize, value: impl FnOnce(&mut Vec<u8>)) {
+    let kv = 1 + varint_len(key.len() as u64) + key.len() + 1 + varint_len(any as u64) + any;
+    b.reserve(kv + 2 * MAX_LEN);
+    tag(b, field, LEN);
+    varint(b, kv as u64);
+    bytes(b, 1, key.as_bytes());
+    tag(b, 2, LEN);
+    varint(b, any as u64);
+    value(b);
 }
 
 /// `KeyValue { key = 1, value = 2 }`.

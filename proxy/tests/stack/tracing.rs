@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_filters::trace_context::SpanSink;
+use ferry_filters::trace_context::{KeptHop, SpanSink};
 use ferry_proxy::body::full;
 use http::{Response, StatusCode};
 use opentelemetry::trace::{SpanKind, Status};
@@ -17,8 +17,8 @@ use crate::support::{Answerer, Stack, echo, request};
 struct Collect(Mutex<Vec<SpanData>>);
 
 impl SpanSink for Collect {
-    fn export(&self, spans: Vec<SpanData>) {
-        self.0.lock().unwrap().extend(spans);
+    fn export(&self, hop: &KeptHop<'_>) {
+        self.0.lock().unwrap().extend(hop.to_span_data());
     }
 }
 
