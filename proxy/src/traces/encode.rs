@@ -204,6 +204,7 @@ fn attributes(b: &mut Vec<u8>, field: u32, kvs: &[KeyValue]) {
 }
 
 /// A `KeyValue` whose `AnyValue` body takes `any` bytes, written by `value`.
+#[inline]
 fn scalar(b: &mut Vec<u8>, field: u32, key: &str, any: usize, value: impl FnOnce(&mut Vec<u8>)) {
     let kv = 1 + varint_len(key.len() as u64) + key.len() + 1 + varint_len(any as u64) + any;
     b.reserve(kv + 2 * MAX_LEN);
@@ -264,6 +265,7 @@ fn array(b: &mut Vec<u8>, a: &Array) {
 
 // === protobuf primitives ===
 
+#[inline]
 fn varint(b: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         b.push((v as u8) | 0x80);
@@ -272,31 +274,37 @@ fn varint(b: &mut Vec<u8>, mut v: u64) {
     b.push(v as u8);
 }
 
+#[inline]
 fn varint_len(v: u64) -> usize {
     // 1 byte per 7 bits, at least one.
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
+#[inline]
 fn tag(b: &mut Vec<u8>, field: u32, wire: u8) {
     varint(b, u64::from(field << 3 | u32::from(wire)));
 }
 
 /// Bytes a length-delimited field of `len` bytes takes, tag included.
+#[inline]
 fn field_len(field: u32, len: usize) -> usize {
     varint_len(u64::from(field << 3 | u32::from(LEN))) + varint_len(len as u64) + len
 }
 
+#[inline]
 fn bytes(b: &mut Vec<u8>, field: u32, v: &[u8]) {
     tag(b, field, LEN);
     varint(b, v.len() as u64);
     b.extend_from_slice(v);
 }
 
+#[inline]
 fn string(b: &mut Vec<u8>, field: u32, v: &str) {
     bytes(b, field, v.as_bytes());
 }
 
 /// A varint field, left out at its default (0) as proto3 does.
+#[inline]
 fn uint(b: &mut Vec<u8>, field: u32, v: u64) {
     if v != 0 {
         tag(b, field, VARINT);
@@ -304,11 +312,13 @@ fn uint(b: &mut Vec<u8>, field: u32, v: u64) {
     }
 }
 
+#[inline]
 fn fixed64(b: &mut Vec<u8>, field: u32, v: u64) {
     tag(b, field, I64);
     b.extend_from_slice(&v.to_le_bytes());
 }
 
+#[inline]
 fn fixed32(b: &mut Vec<u8>, field: u32, v: u32) {
     tag(b, field, I32);
     b.extend_from_slice(&v.to_le_bytes());
