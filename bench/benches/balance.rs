@@ -36,6 +36,7 @@ fn cluster(n: u16, lb: LbPolicy) -> Cluster {
         outlier: Some(outlier.clone()),
         tls: None,
         slow_start: None,
+        load_report: None,
     };
     let c = Cluster::new(config, &Metrics::new(), Transport::Network, None);
     for (i, e) in c.endpoints().iter().enumerate() {
