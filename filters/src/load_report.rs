@@ -11,10 +11,14 @@
 //! balancer falls back to latency alone), never an error for the request; values that are not
 //! finite or are negative are ignored.
 
+mod trailers;
+
 use std::collections::HashMap;
 
 use base64::Engine as _;
 use http::HeaderMap;
+
+pub use self::trailers::OnTrailers;
 
 /// The text and JSON report header.
 pub const HEADER: &str = "endpoint-load-metrics";
@@ -86,14 +90,16 @@ impl std::str::FromStr for MetricName {
 }
 
 impl MetricName {
-    /// The name as a TEXT report writes it.
-    fn text_key(&self) -> String {
-        match self {
-            MetricName::Field(f) => f.name().into(),
-            MetricName::Named(k) => format!("named_metrics.{k}"),
-            MetricName::Utilization(k) => format!("utilization.{k}"),
-            MetricName::RequestCost(k) => format!("request_cost.{k}"),
-        }
+    /// Whether `key`, as a TEXT report writes it, names this metric. Compared in parts, not
+    /// against a formatted name: it runs on every answer of a cluster balancing on reports.
+    fn is_text_key(&self, key: &str) -> bool {
+        let (map, name) = match self {
+            MetricName::Field(f) => return key == f.name(),
+            MetricName::Named(k) => ("named_metrics.", k),
+            MetricName::Utilization(k) => ("utilization.", k),
+            MetricName::RequestCost(k) => ("request_cost.", k),
+        };
+        key.strip_prefix(map) == Some(name.as_str())
     }
 }
 
@@ -132,10 +138,11 @@ pub fn metric(headers: &HeaderMap, metric: &MetricName) -> Option<f64> {
 
 /// `key=value` pairs separated by commas (spaces around them allowed).
 fn from_text(text: &str, metric: &MetricName) -> Option<f64> {
-    let key = metric.text_key();
     text.split(',').find_map(|pair| {
         let (k, v) = pair.split_once('=')?;
-        (k.trim() == key).then(|| v.trim().parse::<f64>().ok())?
+        metric
+            .is_text_key(k.trim())
+            .then(|| v.trim().parse::<f64>().ok())?
     })
 }
 

@@ -21,6 +21,13 @@ const PROBE_AFTER: Duration = Duration::from_millis(1386);
 /// whose first answer is slow (a cold model) must not take every request until it answers;
 /// the estimate decays toward zero, so it is tried within seconds even when idle.
 const DEFAULT_RTT: Duration = Duration::from_millis(1);
+/// Time constant over which a load report fades: an endpoint reported busy gets fewer
+/// requests and so sends fewer reports, and its last "busy" must not keep it out for ever (the
+/// same reason the latency estimate decays). At 2 s, as the latency estimate, a report 2 s old
+/// counts 37 %; at a few requests per second to the endpoint it is refreshed long before.
+const LOAD_REPORT_DECAY: Duration = Duration::from_secs(2);
+/// A report older than this is ignored outright (it would count under 1 %).
+const LOAD_REPORT_MAX_AGE: Duration = Duration::from_secs(10);
 
 /// An upstream endpoint and what we have learned about it.
 #[derive(Debug)]
@@ -37,6 +44,12 @@ pub struct Endpoint {
     /// When the endpoint joined, in nanoseconds after [`epoch`]; 0 for one present when its
     /// cluster was built (slow start ramps only endpoints that join later).
     joined: u64,
+    /// The metric of the endpoint's last load report (`f64` bits), and when it came in
+    /// nanoseconds after [`epoch`] (0: never). Atomics, not in `state`: written on answers and
+    /// read on every pick, neither may wait. The two are not read as a pair: a pick that sees a
+    /// new value with the previous time misjudges one decay step, harmless.
+    load: AtomicU64,
+    load_at: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -79,6 +92,8 @@ impl Endpoint {
             consecutive_failures: AtomicU32::new(0),
             ejected_until: AtomicU64::new(0),
             joined: 0,
+            load: AtomicU64::new(0),
+            load_at: AtomicU64::new(0),
             state: Mutex::new(State {
                 ewma_ns: DEFAULT_RTT.as_nanos() as f64,
                 updated: Instant::now(),
@@ -164,6 +179,39 @@ impl Endpoint {
             };
             s.updated = now;
         }
+    }
+
+    /// Records the balanced-on metric of a load report the endpoint sent.
+    pub fn observe_load(&self, metric: f64) {
+        self.observe_load_at(metric, Instant::now());
+    }
+
+    /// [`Endpoint::observe_load`] at a given time.
+    pub(super) fn observe_load_at(&self, metric: f64, now: Instant) {
+        self.load.store(metric.to_bits(), Ordering::Relaxed);
+        self.load_at.store(since_epoch(now), Ordering::Relaxed);
+    }
+
+    /// The factor a load report puts on the endpoint's cost: `1 + weight × metric`, the
+    /// metric fading with the report's age (1 when there is none, or it is too old).
+    pub fn load_factor(&self, now: Instant, weight: f64) -> f64 {
+        let at = self.load_at.load(Ordering::Relaxed);
+        if at == 0 {
+            return 1.0;
+        }
+        let age = Duration::from_nanos(since_epoch(now).saturating_sub(at));
+        if age > LOAD_REPORT_MAX_AGE {
+            return 1.0;
+        }
+        let metric = f64::from_bits(self.load.load(Ordering::Relaxed));
+        let fade = (-age.as_secs_f64() / LOAD_REPORT_DECAY.as_secs_f64()).exp();
+        1.0 + weight * metric * fade
+    }
+
+    /// The last reported metric, if any (admin and tests).
+    pub fn reported_load(&self) -> Option<f64> {
+        (self.load_at.load(Ordering::Relaxed) != 0)
+            .then(|| f64::from_bits(self.load.load(Ordering::Relaxed)))
     }
 
     /// Whether the endpoint is currently ejected.
