@@ -11,6 +11,7 @@
 //! balancer falls back to latency alone), never an error for the request; values that are not
 //! finite or are negative are ignored.
 
+mod answers;
 mod trailers;
 
 use std::collections::HashMap;
@@ -18,6 +19,10 @@ use std::collections::HashMap;
 use base64::Engine as _;
 use http::HeaderMap;
 
+pub use self::answers::{
+    AnswerReports, AnswerReportsLayer, AnswerReportsService, IN_FLIGHT_METRIC, QUEUED_METRIC,
+    ResponseFuture,
+};
 pub use self::trailers::OnTrailers;
 
 /// The text and JSON report header.

@@ -164,6 +164,13 @@ impl ConcurrencyState {
             .clone()
     }
 
+    /// How many requests for `model` wait for a slot now (a route's load report).
+    pub fn queued(&self, model: &str) -> u32 {
+        self.slots
+            .get(model)
+            .map_or(0, |s| s.queued.load(Ordering::Relaxed))
+    }
+
     /// Every model's figures now.
     pub fn stats(&self) -> Vec<SlotStats> {
         let mut out: Vec<SlotStats> = self
@@ -221,6 +228,11 @@ impl ConcurrencyLayer {
     pub fn on_queued(mut self, f: OnQueued) -> Self {
         self.on_queued = Some(f);
         self
+    }
+
+    /// The slots it limits through.
+    pub fn state(&self) -> &Arc<ConcurrencyState> {
+        &self.state
     }
 }
 
