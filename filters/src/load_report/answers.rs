@@ -61,7 +61,7 @@ pub struct AnswerReportsService<S> {
 #[derive(Debug)]
 struct Shared {
     settings: AnswerReports,
-    in_flight: AtomicU64,
+    in_flight: Arc<AtomicU64>,
 }
 
 /// Counts a request in flight until dropped (with the answer's body, or the failed future).
@@ -87,12 +87,13 @@ pin_project_lite::pin_project! {
 // === impl AnswerReportsLayer ===
 
 impl AnswerReportsLayer {
-    /// A layer with these settings; `None` when they do nothing (no layer at all).
-    pub fn new(settings: AnswerReports) -> Option<Self> {
+    /// A layer with these settings counting in `in_flight` (the caller keeps it across
+    /// reloads); `None` when the settings do nothing (no layer at all).
+    pub fn new(settings: AnswerReports, in_flight: Arc<AtomicU64>) -> Option<Self> {
         (settings.report || settings.strip).then(|| AnswerReportsLayer {
             shared: Arc::new(Shared {
                 settings,
-                in_flight: AtomicU64::new(0),
+                in_flight,
             }),
         })
     }
@@ -197,12 +198,15 @@ fn strip(headers: &mut HeaderMap) {
 /// Adds ferry's metrics to the answer's report: appended to an upstream TEXT report, or as
 /// the report when there is none. An upstream JSON report is left alone (one header, one form).
 fn add_own(headers: &mut HeaderMap, in_flight: u64, queued: u32) {
-    let own = format!(
-        "named_metrics.{IN_FLIGHT_METRIC}={in_flight}, named_metrics.{QUEUED_METRIC}={queued}"
-    );
+    let own = super::text_report([
+        (IN_FLIGHT_METRIC, in_flight as f64),
+        (QUEUED_METRIC, f64::from(queued)),
+    ]);
     let value = match headers.get(HEADER).map(HeaderValue::to_str) {
-        None => format!("TEXT {own}"),
-        Some(Ok(text)) if text.starts_with("TEXT ") => format!("{text}, {own}"),
+        None => own,
+        Some(Ok(text)) if text.starts_with("TEXT ") => {
+            format!("{text}, {}", own.trim_start_matches("TEXT "))
+        }
         Some(_) => return,
     };
     if let Ok(v) = HeaderValue::try_from(value) {

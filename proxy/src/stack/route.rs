@@ -78,11 +78,14 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
             denied.inc();
         }))
     });
-    let answer_reports = AnswerReportsLayer::new(AnswerReports {
-        report: r.load_report.report,
-        strip: r.load_report.strip,
-        concurrency: p.concurrency.as_ref().map(|c| c.state().clone()),
-    });
+    let answer_reports = AnswerReportsLayer::new(
+        AnswerReports {
+            report: r.load_report.report,
+            strip: r.load_report.strip,
+            concurrency: p.concurrency.as_ref().map(|c| c.state().clone()),
+        },
+        p.state.in_flight.clone(),
+    );
     let filters = Filters::default()
         // Load reports on answers (ferry's own added, the upstream's stripped): outside the
         // limits, so requests waiting for a slot count as in flight, and every upstream

@@ -9,11 +9,14 @@ use super::*;
 use crate::load_report::{MetricName, metric};
 
 fn layer(report: bool, strip: bool) -> AnswerReportsLayer {
-    AnswerReportsLayer::new(AnswerReports {
-        report,
-        strip,
-        concurrency: None,
-    })
+    AnswerReportsLayer::new(
+        AnswerReports {
+            report,
+            strip,
+            concurrency: None,
+        },
+        Arc::default(),
+    )
     .unwrap()
 }
 
@@ -39,9 +42,35 @@ fn in_flight(resp: &Response<TranslateBody>) -> Option<f64> {
     metric(resp.headers(), &MetricName::Named(IN_FLIGHT_METRIC.into()))
 }
 
+#[tokio::test]
+async fn the_count_lives_in_the_callers_counter_across_layers() {
+    // A reload builds a new layer over the route's kept counter: a request still out through
+    // the old one is counted by the new one's reports.
+    let counter = Arc::new(AtomicU64::new(0));
+    let make = || {
+        AnswerReportsLayer::new(
+            AnswerReports {
+                report: true,
+                ..AnswerReports::default()
+            },
+            counter.clone(),
+        )
+        .unwrap()
+        .layer(tower::service_fn(|_: Request<()>| async {
+            Ok::<_, Infallible>(answer(&[], false))
+        }))
+    };
+    let old = make().oneshot(Request::new(())).await.unwrap();
+    let new = make().oneshot(Request::new(())).await.unwrap();
+    assert_eq!(in_flight(&new), Some(1.0));
+    drop(old);
+    drop(new);
+    assert_eq!(counter.load(Ordering::Relaxed), 0);
+}
+
 #[test]
 fn a_layer_that_does_nothing_is_not_built() {
-    assert!(AnswerReportsLayer::new(AnswerReports::default()).is_none());
+    assert!(AnswerReportsLayer::new(AnswerReports::default(), Arc::default()).is_none());
 }
 
 #[tokio::test]
@@ -148,11 +177,14 @@ async fn queued_requests_of_the_same_model_are_reported() {
         route_timeout: None,
         adaptive: false,
     }));
-    let reports = AnswerReportsLayer::new(AnswerReports {
-        report: true,
-        strip: false,
-        concurrency: Some(state.clone()),
-    })
+    let reports = AnswerReportsLayer::new(
+        AnswerReports {
+            report: true,
+            strip: false,
+            concurrency: Some(state.clone()),
+        },
+        Arc::default(),
+    )
     .unwrap();
     let (release, released) = oneshot::channel::<()>();
     let released = Arc::new(std::sync::Mutex::new(Some(released)));
