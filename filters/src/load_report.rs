@@ -12,11 +12,9 @@
 //! finite or are negative are ignored.
 
 mod answers;
+mod orca_bin;
 mod trailers;
 
-use std::collections::HashMap;
-
-use base64::Engine as _;
 use http::HeaderMap;
 
 pub use self::answers::{
@@ -136,7 +134,7 @@ pub fn metric(headers: &HeaderMap, metric: &MetricName) -> Option<f64> {
         if v.len() > MAX_REPORT {
             return None;
         }
-        from_bin(v.as_bytes(), metric)
+        orca_bin::metric(v.as_bytes(), metric)
     };
     value.filter(|v| v.is_finite() && *v >= 0.0)
 }
@@ -161,49 +159,6 @@ fn from_json(text: &str, metric: &MetricName) -> Option<f64> {
         MetricName::RequestCost(k) => ("request_cost", k),
     };
     report.get(map)?.get(key.as_str())?.as_f64()
-}
-
-/// `xds.data.orca.v3.OrcaLoadReport` (the fields a balancer reads; field numbers from the
-/// proto).
-#[derive(Clone, PartialEq, prost::Message)]
-struct OrcaLoadReport {
-    #[prost(double, tag = "1")]
-    cpu_utilization: f64,
-    #[prost(double, tag = "2")]
-    mem_utilization: f64,
-    #[prost(map = "string, double", tag = "4")]
-    request_cost: HashMap<String, f64>,
-    #[prost(map = "string, double", tag = "5")]
-    utilization: HashMap<String, f64>,
-    #[prost(double, tag = "6")]
-    rps_fractional: f64,
-    #[prost(double, tag = "7")]
-    eps: f64,
-    #[prost(map = "string, double", tag = "8")]
-    named_metrics: HashMap<String, f64>,
-    #[prost(double, tag = "9")]
-    application_utilization: f64,
-}
-
-/// Base64 (gRPC binary metadata: padded or not) of the serialized message.
-fn from_bin(b64: &[u8], metric: &MetricName) -> Option<f64> {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
-    let trimmed = b64.trim_ascii();
-    let bytes = STANDARD
-        .decode(trimmed)
-        .or_else(|_| STANDARD_NO_PAD.decode(trimmed))
-        .ok()?;
-    let r = <OrcaLoadReport as prost::Message>::decode(bytes.as_slice()).ok()?;
-    match metric {
-        MetricName::Field(Field::CpuUtilization) => Some(r.cpu_utilization),
-        MetricName::Field(Field::MemUtilization) => Some(r.mem_utilization),
-        MetricName::Field(Field::ApplicationUtilization) => Some(r.application_utilization),
-        MetricName::Field(Field::RpsFractional) => Some(r.rps_fractional),
-        MetricName::Field(Field::Eps) => Some(r.eps),
-        MetricName::Named(k) => r.named_metrics.get(k).copied(),
-        MetricName::Utilization(k) => r.utilization.get(k).copied(),
-        MetricName::RequestCost(k) => r.request_cost.get(k).copied(),
-    }
 }
 
 /// A TEXT report of `metrics` (name, value), as the inbound side writes its own load.
