@@ -150,7 +150,7 @@ impl Endpoint {
     /// The load estimate P2C compares: latency × (in-flight + 1), as in Linkerd's peak-EWMA.
     ///
     /// One exception: an endpoint whose estimate has mostly decayed (no answer for over
-    /// [`PROBE_AFTER`]) is being probed once it has a request in flight, and costs infinity
+    /// `PROBE_AFTER`) is being probed once it has a request in flight, and costs infinity
     /// until that answer comes. Its decayed estimate says nothing about it any more, and without
     /// this a slow replica that looks cheap again takes every request sent while its first one
     /// is still out (at 200 req/s a 10× slower replica got 1.8 % instead of a probe or two).
@@ -174,7 +174,7 @@ impl Endpoint {
 
     /// Records a response latency: blended into the estimate with the weight of the time since
     /// the previous answer (after a long gap the new answer is nearly all of it), and at least
-    /// [`MIN_ANSWER_WEIGHT`] (at a high rate, where the gap alone would give each answer a
+    /// `MIN_ANSWER_WEIGHT` (at a high rate, where the gap alone would give each answer a
     /// fraction of a percent).
     ///
     /// No peak: Finagle's and Linkerd's peak-EWMA take a slower answer as the estimate at
