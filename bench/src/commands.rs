@@ -1,4 +1,5 @@
-//! The `faults` and `spread` subcommands: their options and how they call the library.
+//! The `faults`, `spread` and `load-report` subcommands: their options and how they call the
+//! library.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -159,6 +160,55 @@ pub fn spread(args: SpreadArgs) -> anyhow::Result<ExitCode> {
         eprintln!("ferry-bench spread: targets missed: {}", missed.join(", "));
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// Options of `ferry-bench load-report`.
+#[derive(Debug, clap::Args)]
+pub struct LoadReportArgs {
+    /// Requests per second, open loop.
+    #[arg(long, default_value_t = 2000)]
+    rate: u32,
+    /// Seconds of measured load per run.
+    #[arg(long, default_value_t = 10.0)]
+    secs: f64,
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// Repetitions (each runs every variant).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Results directory (default bench/results/<date>-load-report).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The ferry binary (default: beside this binary, else <target>/release/ferry).
+    #[arg(long)]
+    ferry: Option<PathBuf>,
+}
+
+pub fn load_report(args: LoadReportArgs) -> anyhow::Result<ExitCode> {
+    use ferry_bench::load_report::{self, Options};
+    let workspace = driver::workspace_root();
+    let target = target_dir(&workspace);
+    let opts = Options {
+        ferry: ferry_binary(args.ferry, &target)?,
+        out: args.out.unwrap_or_else(|| {
+            workspace
+                .join("bench/results")
+                .join(format!("{}-load-report", today()))
+        }),
+        work: target.join("bench-work/load-report"),
+        rate: args.rate,
+        secs: args.secs,
+        connections: args.connections,
+        reps: args.reps,
+    };
+    let runs = load_report::run(&opts)?;
+    println!("results: {}", opts.out.display());
+    if runs.iter().any(|r| r.failed > 0) {
+        eprintln!("ferry-bench load-report: some requests failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The build directory: `CARGO_TARGET_DIR`, else `<workspace>/target`.

@@ -11,6 +11,7 @@ pub mod configs;
 pub mod driver;
 pub mod error;
 pub mod faults;
+pub mod load_report;
 pub mod loadgen;
 pub mod machine;
 pub mod mtls;

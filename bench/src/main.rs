@@ -14,7 +14,7 @@ use ferry_bench::targets::{Kind, with_baseline};
 
 mod commands;
 
-use commands::{FaultsArgs, SpreadArgs, faults, spread};
+use commands::{FaultsArgs, LoadReportArgs, SpreadArgs, faults, load_report, spread};
 
 /// Benchmarks ferry beside Envoy, HAProxy and nginx on loopback.
 #[derive(Debug, Parser)]
@@ -74,6 +74,10 @@ enum Sub {
     /// ROUND_ROBIN) spread requests over two replicas, identical or one 10× slower (see
     /// bench/README.md); writes results.md and results.json.
     Spread(SpreadArgs),
+    /// Load reports: ferry's CPU per request with the replicas' reports passed through, read
+    /// by the balancer, and with its own added (see bench/README.md); writes results.md and
+    /// results.json.
+    LoadReport(LoadReportArgs),
     /// One endpoint of the faults bench (used by `faults`; prints "listening <addr>", takes
     /// `normal`, `hang`, `reset`, `count` on stdin, exits when stdin closes).
     FaultUpstream {
@@ -125,6 +129,7 @@ fn main() -> ExitCode {
         Some(Sub::Faults(args)) => faults(args),
         Some(Sub::FaultUpstream { listen }) => fault_upstream(listen),
         Some(Sub::Spread(args)) => spread(args),
+        Some(Sub::LoadReport(args)) => load_report(args),
         None => bench(cli),
     };
     match result {

@@ -125,6 +125,7 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             authorization: None,
             rate_limit: Vec::new(),
             concurrency: None,
+            load_report: Default::default(),
         }],
         limits: ListenerLimits {
             max_request_headers_bytes: defaults::MAX_REQUEST_HEADERS_BYTES,
@@ -151,6 +152,7 @@ fn cluster(name: &str, endpoints: Endpoints, lb: LbPolicy) -> Cluster {
         idle_timeout: defaults::CLUSTER_IDLE_TIMEOUT,
         tls: None,
         slow_start: None,
+        load_report: None,
         outlier: Some(OutlierDetection {
             consecutive_failures: defaults::OUTLIER_CONSECUTIVE_FAILURES,
             base_ejection: defaults::OUTLIER_EJECTION,

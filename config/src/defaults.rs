@@ -64,6 +64,8 @@ pub const DNS_REFRESH: Duration = Duration::from_secs(5);
 pub const DEFAULT_PORT: u16 = 80;
 /// `clusters[].slow_start.initial`: Envoy's `min_weight_percent` default.
 pub const SLOW_START_INITIAL: f64 = 0.1;
+/// `clusters[].lb.load_report.weight`: a fully loaded endpoint (metric 1) costs twice an idle one.
+pub const LOAD_REPORT_WEIGHT: f64 = 1.0;
 /// `clusters[].outlier.consecutive_failures`.
 pub const OUTLIER_CONSECUTIVE_FAILURES: u32 = 5;
 /// `clusters[].outlier.ejection`.

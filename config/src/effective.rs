@@ -223,6 +223,12 @@ fn route(r: &Route) -> Value {
     if let Some(c) = &r.concurrency {
         out.insert("concurrency".into(), limits::concurrency(c));
     }
+    if r.load_report != crate::ir::RouteLoadReport::default() {
+        out.insert(
+            "load_report".into(),
+            json!({ "report": r.load_report.report, "strip": r.load_report.strip }),
+        );
+    }
     Value::Object(out)
 }
 

@@ -20,7 +20,8 @@ mod tracing;
 mod translate;
 
 pub use cluster::{
-    Cluster, Endpoints, HostPort, LbPolicy, OutlierDetection, SlowStart, UpstreamProtocol,
+    Cluster, Endpoints, HostPort, LbPolicy, LoadMetric, LoadReportLb, OutlierDetection, SlowStart,
+    UpstreamProtocol,
 };
 pub use limits::{
     Concurrency, KeyPart, LimitAmount, LimitMode, OnFailure, Override, RateLimit, Redis, Scope,
@@ -28,8 +29,8 @@ pub use limits::{
 };
 pub use route::{
     Action, DirectResponse, HeaderEdits, HeaderMatch, ModelMatch, PathMatch, PathTemplate,
-    PrefixRewrite, RetryOn, RetryPolicy, Route, RouteMatch, StringMatch, TemplateSegment,
-    WeightedCluster,
+    PrefixRewrite, RetryOn, RetryPolicy, Route, RouteLoadReport, RouteMatch, StringMatch,
+    TemplateSegment, WeightedCluster,
 };
 pub use tensors::{ModelTensors, TensorMetadataSource, TensorSpec, ValidateTensors};
 pub use tls::{

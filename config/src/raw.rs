@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 mod cluster;
+mod lb;
 mod limits;
 mod route;
 mod scalars;
@@ -19,17 +20,20 @@ mod tracing;
 pub use cluster::{
     DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
 };
+pub use lb::{LbObjectSpec, LbSpec, LoadReportLbSpec};
 pub use limits::{
     ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,
     RateLimitSpec, RedisSpec, ScopeSpec, TokenChargeSpec,
 };
 pub use route::{
     DirectResponseSpec, HeaderEditsSpec, HeaderMatchSpec, ModelMatchSpec, PathMatchSpec,
-    PrefixRewriteSpec, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec, RouteMatchSpec, StreamingSpec,
-    TranslateProtocolSpec, TranslateSpec, UnknownFieldsSpec, UpstreamBinarySpec, WireSpec,
+    PrefixRewriteSpec, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec, RouteLoadReportSpec,
+    RouteMatchSpec, StreamingSpec, TranslateProtocolSpec, TranslateSpec, UnknownFieldsSpec,
+    UpstreamBinarySpec, WireSpec,
 };
 pub use scalars::{
     DurationText, HeaderNameText, HostPortText, PercentText, RatioText, SocketAddrText, Text,
+    WeightText,
 };
 pub use shorthand::{HeaderValues, MatchSpec, Methods, Paths, StringMatchSpec, To, WeightedTarget};
 pub use tensors::{MetadataSourceSpec, ModelTensorsSpec, TensorSpec, ValidateTensorsSpec};

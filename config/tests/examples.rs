@@ -210,6 +210,10 @@ fn full_yaml_becomes_the_expected_ir() {
 
     let vllm = config.clusters.iter().find(|c| c.name == "vllm").unwrap();
     assert!(vllm.outlier.is_none());
+    assert_eq!(
+        vllm.load_report.as_ref().map(|r| r.metric.to_string()),
+        Some("named_metrics.kv_cache_usage_perc".to_owned())
+    );
     let Endpoints::Dns { names, refresh } = &vllm.endpoints else {
         panic!("expected dns");
     };

@@ -11,10 +11,17 @@
 //! balancer falls back to latency alone), never an error for the request; values that are not
 //! finite or are negative are ignored.
 
-use std::collections::HashMap;
+mod answers;
+mod orca_bin;
+mod trailers;
 
-use base64::Engine as _;
 use http::HeaderMap;
+
+pub use self::answers::{
+    AnswerReports, AnswerReportsLayer, AnswerReportsService, IN_FLIGHT_METRIC, QUEUED_METRIC,
+    ResponseFuture,
+};
+pub use self::trailers::OnTrailers;
 
 /// The text and JSON report header.
 pub const HEADER: &str = "endpoint-load-metrics";
@@ -86,14 +93,16 @@ impl std::str::FromStr for MetricName {
 }
 
 impl MetricName {
-    /// The name as a TEXT report writes it.
-    fn text_key(&self) -> String {
-        match self {
-            MetricName::Field(f) => f.name().into(),
-            MetricName::Named(k) => format!("named_metrics.{k}"),
-            MetricName::Utilization(k) => format!("utilization.{k}"),
-            MetricName::RequestCost(k) => format!("request_cost.{k}"),
-        }
+    /// Whether `key`, as a TEXT report writes it, names this metric. Compared in parts, not
+    /// against a formatted name: it runs on every answer of a cluster balancing on reports.
+    fn is_text_key(&self, key: &str) -> bool {
+        let (map, name) = match self {
+            MetricName::Field(f) => return key == f.name(),
+            MetricName::Named(k) => ("named_metrics.", k),
+            MetricName::Utilization(k) => ("utilization.", k),
+            MetricName::RequestCost(k) => ("request_cost.", k),
+        };
+        key.strip_prefix(map) == Some(name.as_str())
     }
 }
 
@@ -125,17 +134,18 @@ pub fn metric(headers: &HeaderMap, metric: &MetricName) -> Option<f64> {
         if v.len() > MAX_REPORT {
             return None;
         }
-        from_bin(v.as_bytes(), metric)
+        orca_bin::metric(v.as_bytes(), metric)
     };
     value.filter(|v| v.is_finite() && *v >= 0.0)
 }
 
 /// `key=value` pairs separated by commas (spaces around them allowed).
 fn from_text(text: &str, metric: &MetricName) -> Option<f64> {
-    let key = metric.text_key();
     text.split(',').find_map(|pair| {
         let (k, v) = pair.split_once('=')?;
-        (k.trim() == key).then(|| v.trim().parse::<f64>().ok())?
+        metric
+            .is_text_key(k.trim())
+            .then(|| v.trim().parse::<f64>().ok())?
     })
 }
 
@@ -149,49 +159,6 @@ fn from_json(text: &str, metric: &MetricName) -> Option<f64> {
         MetricName::RequestCost(k) => ("request_cost", k),
     };
     report.get(map)?.get(key.as_str())?.as_f64()
-}
-
-/// `xds.data.orca.v3.OrcaLoadReport` (the fields a balancer reads; field numbers from the
-/// proto).
-#[derive(Clone, PartialEq, prost::Message)]
-struct OrcaLoadReport {
-    #[prost(double, tag = "1")]
-    cpu_utilization: f64,
-    #[prost(double, tag = "2")]
-    mem_utilization: f64,
-    #[prost(map = "string, double", tag = "4")]
-    request_cost: HashMap<String, f64>,
-    #[prost(map = "string, double", tag = "5")]
-    utilization: HashMap<String, f64>,
-    #[prost(double, tag = "6")]
-    rps_fractional: f64,
-    #[prost(double, tag = "7")]
-    eps: f64,
-    #[prost(map = "string, double", tag = "8")]
-    named_metrics: HashMap<String, f64>,
-    #[prost(double, tag = "9")]
-    application_utilization: f64,
-}
-
-/// Base64 (gRPC binary metadata: padded or not) of the serialized message.
-fn from_bin(b64: &[u8], metric: &MetricName) -> Option<f64> {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
-    let trimmed = b64.trim_ascii();
-    let bytes = STANDARD
-        .decode(trimmed)
-        .or_else(|_| STANDARD_NO_PAD.decode(trimmed))
-        .ok()?;
-    let r = <OrcaLoadReport as prost::Message>::decode(bytes.as_slice()).ok()?;
-    match metric {
-        MetricName::Field(Field::CpuUtilization) => Some(r.cpu_utilization),
-        MetricName::Field(Field::MemUtilization) => Some(r.mem_utilization),
-        MetricName::Field(Field::ApplicationUtilization) => Some(r.application_utilization),
-        MetricName::Field(Field::RpsFractional) => Some(r.rps_fractional),
-        MetricName::Field(Field::Eps) => Some(r.eps),
-        MetricName::Named(k) => r.named_metrics.get(k).copied(),
-        MetricName::Utilization(k) => r.utilization.get(k).copied(),
-        MetricName::RequestCost(k) => r.request_cost.get(k).copied(),
-    }
 }
 
 /// A TEXT report of `metrics` (name, value), as the inbound side writes its own load.

@@ -101,6 +101,8 @@ fn config_dump(shared: &Shared) -> Response<ProxyBody> {
                         "address": e.addr.to_string(),
                         "ejected": e.is_ejected(now),
                         "in_flight": e.in_flight(),
+                        // The balanced-on metric of its last load report (`lb.load_report`).
+                        "load_report": e.reported_load(),
                     })
                 })
                 .collect();

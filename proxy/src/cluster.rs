@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use arc_swap::ArcSwap;
-use ferry_config::{Cluster as ClusterConfig, Endpoints};
+use ferry_config::{Cluster as ClusterConfig, Endpoints, LoadMetric};
+use ferry_filters::load_report::{Field, MetricName};
 use tokio::task::JoinHandle;
 
 pub use self::balance::may_eject;
@@ -36,9 +37,21 @@ pub struct Cluster {
     pub transport: Transport,
     /// `ferry_upstream_duration_seconds` of this cluster, registered once.
     pub upstream_duration: prometheus_client::metrics::histogram::Histogram,
+    /// The metric read from answers' load reports, when `lb.load_report` is set (`None`: reports
+    /// are not read at all).
+    pub load_report: Option<LoadReporting>,
     /// The contents of its CA files when it was built (server-mode TLS), compared on reload.
     pub ca_fingerprint: String,
     refresh: Option<JoinHandle<()>>,
+}
+
+/// What a cluster balancing on load reports reads from answers.
+#[derive(Debug, Clone)]
+pub struct LoadReporting {
+    /// The metric, converted once from the config.
+    pub metric: Arc<MetricName>,
+    /// `lb.load_report.weight`.
+    pub weight: f64,
 }
 
 /// Why no endpoint could be picked.
@@ -84,9 +97,14 @@ impl Cluster {
                 cluster: crate::metrics::Name(name.clone()),
             })
             .clone();
+        let load_report = config.load_report.as_ref().map(|r| LoadReporting {
+            metric: Arc::new(metric_name(&r.metric)),
+            weight: r.weight,
+        });
         Self {
             name,
             upstream_duration,
+            load_report,
             config,
             endpoints,
             next: AtomicUsize::new(0),
@@ -109,6 +127,7 @@ impl Cluster {
             && a.outlier == other.outlier
             && a.tls == other.tls
             && a.slow_start == other.slow_start
+            && a.load_report == other.load_report
     }
 
     /// Picks an endpoint for one attempt, avoiding `avoid` (the one that just failed) when
@@ -126,15 +145,7 @@ impl Cluster {
             return Ok(Arc::new(Endpoint::new(addr)));
         }
         let endpoints = self.endpoints.load();
-        balance::pick(
-            self.config.lb,
-            &endpoints,
-            &self.next,
-            avoid,
-            self.config.outlier.as_ref(),
-            self.config.slow_start.as_ref(),
-        )
-        .ok_or(PickError::NoEndpoints)
+        balance::pick(&self.policy(), &endpoints, &self.next, avoid).ok_or(PickError::NoEndpoints)
     }
 
     /// [`Cluster::pick`] without waiting, for clusters whose endpoints are known (static or
@@ -145,21 +156,37 @@ impl Cluster {
         }
         let endpoints = self.endpoints.load();
         Some(
-            balance::pick(
-                self.config.lb,
-                &endpoints,
-                &self.next,
-                avoid,
-                self.config.outlier.as_ref(),
-                self.config.slow_start.as_ref(),
-            )
-            .ok_or(PickError::NoEndpoints),
+            balance::pick(&self.policy(), &endpoints, &self.next, avoid)
+                .ok_or(PickError::NoEndpoints),
         )
+    }
+
+    fn policy(&self) -> balance::Policy<'_> {
+        balance::Policy {
+            lb: self.config.lb,
+            outlier: self.config.outlier.as_ref(),
+            slow: self.config.slow_start.as_ref(),
+            load_weight: self.load_report.as_ref().map(|r| r.weight),
+        }
     }
 
     /// Current endpoints (for the admin endpoint and tests).
     pub fn endpoints(&self) -> Arc<Vec<Arc<Endpoint>>> {
         self.endpoints.load_full()
+    }
+}
+
+/// The filter's name for a config metric (config and filters do not know each other).
+fn metric_name(m: &LoadMetric) -> MetricName {
+    match m {
+        LoadMetric::CpuUtilization => MetricName::Field(Field::CpuUtilization),
+        LoadMetric::MemUtilization => MetricName::Field(Field::MemUtilization),
+        LoadMetric::ApplicationUtilization => MetricName::Field(Field::ApplicationUtilization),
+        LoadMetric::RpsFractional => MetricName::Field(Field::RpsFractional),
+        LoadMetric::Eps => MetricName::Field(Field::Eps),
+        LoadMetric::Named(k) => MetricName::Named(k.clone()),
+        LoadMetric::Utilization(k) => MetricName::Utilization(k.clone()),
+        LoadMetric::RequestCost(k) => MetricName::RequestCost(k.clone()),
     }
 }
 

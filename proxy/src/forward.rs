@@ -5,6 +5,7 @@
 
 pub mod balance;
 pub mod client;
+mod load_report;
 pub mod retry;
 pub mod timeout;
 pub mod trace;

@@ -1,6 +1,7 @@
 //! Per-route state that outlives any one routing table.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +18,9 @@ pub type RouteKey = (String, String);
 pub struct RouteState {
     /// The route's retry budget (`None`: no retry policy).
     pub budget: Option<Arc<TpsBudget>>,
+    /// Its requests in ferry, for its own load report (`load_report.report`): kept here so a
+    /// reload does not restart the count at 0 while the old table's requests are still out.
+    pub in_flight: Arc<AtomicU64>,
 }
 
 /// Route states by route, each with the definition it was made for.
@@ -31,6 +35,7 @@ impl RouteState {
     /// Fresh state for a route with this retry policy.
     pub fn new(retry: Option<&RetryPolicy>) -> Self {
         RouteState {
+            in_flight: Arc::default(),
             budget: retry.map(|p| {
                 Arc::new(TpsBudget::new(
                     Duration::from_secs(10),

@@ -11,7 +11,9 @@
 //! `reset` (every request is refused: HTTP/1.1 connection reset, HTTP/2 `RST_STREAM`), `delay`
 //! (every answer 20 ms late), `count` (prints `count N`, the requests answered so far),
 //! `service MICROS` (in `normal` mode, every answer that long late: the service time of the
-//! spread bench's replicas, `0` for none). EOF on stdin ends the process.
+//! spread bench's replicas, `0` for none), `report TEXT` (every answer carries
+//! `endpoint-load-metrics: TEXT` as a vLLM replica's do: the load-report bench). EOF on stdin
+//! ends the process.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
@@ -134,6 +136,11 @@ impl Endpoint {
             .ctx(|| "commanding the fault upstream".into())
     }
 
+    /// Makes every answer carry `endpoint-load-metrics: <report>` (the load-report bench).
+    pub fn set_report(&mut self, report: &str) -> Result<()> {
+        writeln!(self.stdin, "report {report}").ctx(|| "commanding the fault upstream".into())
+    }
+
     /// Requests answered since the process started.
     pub fn answered(&mut self) -> Result<u64> {
         writeln!(self.stdin, "count").ctx(|| "asking the fault upstream".into())?;
@@ -174,6 +181,8 @@ struct Shared {
     answered: AtomicU64,
     /// Added to every `normal` answer, µs.
     service_us: AtomicU64,
+    /// The load report every answer carries (set once, before the load).
+    report: std::sync::RwLock<Option<http::HeaderValue>>,
 }
 
 /// The child process's side: serves `listen` until stdin closes.
@@ -202,7 +211,12 @@ pub fn serve_child(listen: SocketAddr) -> Result<()> {
                     let _ = out.flush();
                 }
                 other => {
-                    if let Some(us) = other.strip_prefix("service ") {
+                    if let Some(text) = other.strip_prefix("report ") {
+                        let value = http::HeaderValue::from_str(text).ok();
+                        if let Ok(mut report) = commands.report.write() {
+                            *report = value;
+                        }
+                    } else if let Some(us) = other.strip_prefix("service ") {
                         if let Ok(us) = us.parse() {
                             commands.service_us.store(us, Ordering::Relaxed);
                         }
@@ -247,8 +261,12 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                             if service > 0 {
                                 tokio::time::sleep(Duration::from_micros(service)).await;
                             }
-                            let resp = crate::upstream::handle(req).await;
+                            let mut resp = crate::upstream::handle(req).await;
                             shared.answered.fetch_add(1, Ordering::Relaxed);
+                            let report = shared.report.read().ok().and_then(|r| r.clone());
+                            if let (Ok(resp), Some(report)) = (resp.as_mut(), report) {
+                                resp.headers_mut().insert("endpoint-load-metrics", report);
+                            }
                             resp.map_err(|never| match never {})
                         }
                     }

@@ -42,7 +42,13 @@ pub(super) fn cluster(c: &Cluster) -> Value {
         LbPolicy::RoundRobin => "round-robin",
         LbPolicy::P2cEwma => "p2c-ewma",
     };
-    out.insert("lb".into(), lb.into());
+    match &c.load_report {
+        None => out.insert("lb".into(), lb.into()),
+        Some(r) => out.insert(
+            "lb".into(),
+            json!({ "policy": lb, "load_report": { "metric": r.metric.to_string(), "weight": r.weight } }),
+        ),
+    };
     out.insert(
         "connect_timeout".into(),
         format_duration(c.connect_timeout).into(),

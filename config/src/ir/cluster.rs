@@ -15,6 +15,9 @@ pub struct Cluster {
     pub protocol: UpstreamProtocol,
     /// Load-balancing policy.
     pub lb: LbPolicy,
+    /// The load-report metric folded into the pick (`p2c-ewma` only); `None` = latency and
+    /// in-flight requests alone, and answers' reports are not read.
+    pub load_report: Option<LoadReportLb>,
     /// TCP connect timeout. Default 1s.
     pub connect_timeout: Duration,
     /// Idle pooled connections are closed after this. Default 90s.
@@ -85,6 +88,51 @@ pub enum LbPolicy {
     /// Power of two choices, least loaded by in-flight requests weighted by EWMA latency
     /// (as linkerd2-proxy's "PeakEwma").
     P2cEwma,
+}
+
+/// Balancing on the endpoints' own load reports (ORCA `endpoint-load-metrics*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadReportLb {
+    /// Which metric of the report.
+    pub metric: LoadMetric,
+    /// An endpoint's cost is multiplied by `1 + weight × metric`; finite and > 0.
+    pub weight: f64,
+}
+
+/// A metric an ORCA load report carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadMetric {
+    /// `cpu_utilization`.
+    CpuUtilization,
+    /// `mem_utilization`.
+    MemUtilization,
+    /// `application_utilization`.
+    ApplicationUtilization,
+    /// `rps_fractional`.
+    RpsFractional,
+    /// `eps`.
+    Eps,
+    /// `named_metrics.<name>` (vLLM's `kv_cache_usage_perc`, ferry's `ferry_inflight`).
+    Named(String),
+    /// `utilization.<name>`.
+    Utilization(String),
+    /// `request_cost.<name>`.
+    RequestCost(String),
+}
+
+impl std::fmt::Display for LoadMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadMetric::CpuUtilization => f.write_str("cpu_utilization"),
+            LoadMetric::MemUtilization => f.write_str("mem_utilization"),
+            LoadMetric::ApplicationUtilization => f.write_str("application_utilization"),
+            LoadMetric::RpsFractional => f.write_str("rps_fractional"),
+            LoadMetric::Eps => f.write_str("eps"),
+            LoadMetric::Named(k) => write!(f, "named_metrics.{k}"),
+            LoadMetric::Utilization(k) => write!(f, "utilization.{k}"),
+            LoadMetric::RequestCost(k) => write!(f, "request_cost.{k}"),
+        }
+    }
 }
 
 /// Passive outlier detection settings.

@@ -40,6 +40,17 @@ pub struct Route {
     pub rate_limit: Vec<super::RateLimit>,
     /// In-flight cap per route and model; `None` = none.
     pub concurrency: Option<super::Concurrency>,
+    /// Load reports on the route's answers. Default: neither added nor stripped.
+    pub load_report: RouteLoadReport,
+}
+
+/// What a route does with load reports on its answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RouteLoadReport {
+    /// Add ferry's own load (`named_metrics.ferry_inflight`, `named_metrics.ferry_queued`).
+    pub report: bool,
+    /// Remove the upstream's `endpoint-load-metrics*` headers and trailers.
+    pub strip: bool,
 }
 
 /// Conditions on a request. Absent conditions always match.

@@ -21,8 +21,9 @@ pub struct RawCluster {
     pub original_authority: Option<OriginalAuthoritySpec>,
     /// How to speak to the upstream. Default `auto`.
     pub protocol: Option<RawProtocol>,
-    /// Load-balancing policy. Default `p2c-ewma`.
-    pub lb: Option<RawLb>,
+    /// Load-balancing policy: a name (`p2c-ewma`, `round-robin`) or `{policy, load_report}`.
+    /// Default `p2c-ewma`.
+    pub lb: Option<super::LbSpec>,
     /// TCP connect timeout. Default `1s`.
     pub connect_timeout: Option<DurationText>,
     /// Idle pooled connections are closed after this. Default `90s`.

@@ -44,6 +44,22 @@ pub struct RawRoute {
     pub rate_limit: Vec<super::RateLimitSpec>,
     /// Cap on requests in flight to the upstream, per model; omitted = none.
     pub concurrency: Option<super::ConcurrencySpec>,
+    /// Load reports on this route's answers: ferry's own (`report`) and the upstream's
+    /// (`strip`); omitted = answers pass as the upstream sent them.
+    pub load_report: Option<RouteLoadReportSpec>,
+}
+
+/// What a route does with load reports (`endpoint-load-metrics*`) on its answers.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "RouteLoadReport")]
+pub struct RouteLoadReportSpec {
+    /// Add ferry's own load to every answer (`named_metrics.ferry_inflight`,
+    /// `named_metrics.ferry_queued`), for an outbound ferry to balance on. Default false.
+    pub report: Option<bool>,
+    /// Remove the upstream's load reports from answers (headers and trailers), for callers
+    /// outside the mesh. With `report`, ferry's report is added after. Default false.
+    pub strip: Option<bool>,
 }
 
 /// Protocol translation on a route: `{from: rest, to: grpc, protocol: oip-v2}` or the reverse,

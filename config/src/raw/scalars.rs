@@ -149,3 +149,15 @@ text_type!(
         "examples": [0.01, 0.5, 1]
     }
 );
+
+text_type!(
+    /// A positive number such as `1.0` (YAML keeps decimals as text; validation parses it).
+    WeightText,
+    "a number > 0 such as 1.0",
+    {
+        "type": "number",
+        "description": "A finite number > 0.",
+        "exclusiveMinimum": 0,
+        "examples": [1.0, 0.5, 4]
+    }
+);

@@ -6,8 +6,13 @@ use std::time::Duration;
 use super::Ctx;
 use super::values::{parse_host_port, parse_percent};
 use crate::defaults;
-use crate::ir::{Cluster, Endpoints, LbPolicy, OutlierDetection, SlowStart, UpstreamProtocol};
-use crate::raw::{OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec};
+use crate::ir::{
+    Cluster, Endpoints, LbPolicy, LoadMetric, LoadReportLb, OutlierDetection, SlowStart,
+    UpstreamProtocol,
+};
+use crate::raw::{
+    LbObjectSpec, LbSpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
+};
 
 pub(super) fn clusters(ctx: &mut Ctx<'_>, raw: &[RawCluster], has_identity: bool) -> Vec<Cluster> {
     let mut names: HashMap<&str, usize> = HashMap::new();
@@ -39,10 +44,14 @@ fn cluster(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster, has_identity: bool) ->
             Some(RawProtocol::Http1) => UpstreamProtocol::Http1,
             Some(RawProtocol::H2) => UpstreamProtocol::H2,
         },
-        lb: match c.lb {
+        lb: match c.lb.as_ref().and_then(LbSpec::policy) {
             None => defaults::LB,
             Some(RawLb::RoundRobin) => LbPolicy::RoundRobin,
             Some(RawLb::P2cEwma) => LbPolicy::P2cEwma,
+        },
+        load_report: match &c.lb {
+            Some(LbSpec::Spec(spec)) => load_report(ctx, &format!("{path}.lb"), spec),
+            _ => None,
         },
         connect_timeout: ctx.duration_or(
             &format!("{path}.connect_timeout"),
@@ -61,6 +70,65 @@ fn cluster(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster, has_identity: bool) ->
             .as_ref()
             .and_then(|s| slow_start(ctx, &format!("{path}.slow_start"), s)),
     }
+}
+
+/// `lb.load_report`: only `p2c-ewma` compares costs, so only it can use a report.
+fn load_report(ctx: &mut Ctx<'_>, path: &str, spec: &LbObjectSpec) -> Option<LoadReportLb> {
+    let lr = spec.load_report.as_ref()?;
+    let path = format!("{path}.load_report");
+    if spec.policy == Some(RawLb::RoundRobin) {
+        ctx.error(
+            &path,
+            "round-robin does not read load reports (expected policy: p2c-ewma, or no load_report)",
+        );
+    }
+    let metric = ctx.check(&format!("{path}.metric"), load_metric(lr.metric.as_str()));
+    let weight = match &lr.weight {
+        None => Some(defaults::LOAD_REPORT_WEIGHT),
+        Some(w) => {
+            let w = w.as_str();
+            let parsed = w.parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0);
+            ctx.check(
+                &format!("{path}.weight"),
+                parsed.ok_or_else(|| {
+                    format!("invalid weight {w:?} (expected a finite number > 0, e.g. 1.0)")
+                }),
+            )
+        }
+    };
+    Some(LoadReportLb {
+        metric: metric?,
+        weight: weight?,
+    })
+}
+
+/// A metric name as ORCA spells it: a scalar field, or `<map>.<key>`.
+fn load_metric(s: &str) -> Result<LoadMetric, String> {
+    let unknown = || {
+        format!(
+            "unknown load-report metric {s:?} (expected cpu_utilization, mem_utilization, application_utilization, rps_fractional, eps, or named_metrics.<name>, utilization.<name>, request_cost.<name>)"
+        )
+    };
+    Ok(match s {
+        "cpu_utilization" => LoadMetric::CpuUtilization,
+        "mem_utilization" => LoadMetric::MemUtilization,
+        "application_utilization" => LoadMetric::ApplicationUtilization,
+        "rps_fractional" => LoadMetric::RpsFractional,
+        "eps" => LoadMetric::Eps,
+        _ => {
+            let (map, key) = s.split_once('.').ok_or_else(unknown)?;
+            // A TEXT report separates pairs with ',' and keys from values with '='.
+            if key.is_empty() || key.contains([',', '=', ' ']) {
+                return Err(unknown());
+            }
+            match map {
+                "named_metrics" => LoadMetric::Named(key.to_owned()),
+                "utilization" => LoadMetric::Utilization(key.to_owned()),
+                "request_cost" => LoadMetric::RequestCost(key.to_owned()),
+                _ => return Err(unknown()),
+            }
+        }
+    })
 }
 
 fn slow_start(ctx: &mut Ctx<'_>, path: &str, s: &SlowStartSpec) -> Option<SlowStart> {

@@ -10,8 +10,8 @@ use super::matchers::route_match;
 use super::values::{header_name, header_value, parse_duration, parse_percent};
 use crate::defaults;
 use crate::ir::{
-    Action, DirectResponse, HeaderEdits, PrefixRewrite, RetryOn, RetryPolicy, Route, Translate,
-    TranslateDirection, UpstreamBinary, WeightedCluster,
+    Action, DirectResponse, HeaderEdits, PrefixRewrite, RetryOn, RetryPolicy, Route,
+    RouteLoadReport, Translate, TranslateDirection, UpstreamBinary, WeightedCluster,
 };
 use crate::raw::{
     DirectResponseSpec, HeaderEditsSpec, HeaderValues, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec,
@@ -100,6 +100,7 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str], has_red
     Route {
         rate_limit: rate_limits(ctx, &format!("{path}.rate_limit"), &r.rate_limit, facts),
         concurrency: concurrency(ctx, &format!("{path}.concurrency"), r.concurrency.as_ref()),
+        load_report: route_load_report(ctx, path, r),
         name: r.name.0.clone(),
         matcher,
         // A stand-in when invalid: the errors already recorded stop this config being used.
@@ -363,4 +364,23 @@ fn translate(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
         },
         descriptor: descriptor?,
     })
+}
+
+/// `load_report` on a route: a direct response has no upstream answer to strip, and no
+/// upstream load to report.
+fn route_load_report(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute) -> RouteLoadReport {
+    let Some(spec) = &r.load_report else {
+        return RouteLoadReport::default();
+    };
+    let out = RouteLoadReport {
+        report: spec.report.unwrap_or(false),
+        strip: spec.strip.unwrap_or(false),
+    };
+    if r.direct_response.is_some() && (out.report || out.strip) {
+        ctx.error(
+            &format!("{path}.load_report"),
+            "a direct_response route forwards nothing to report on (expected load_report on a route with `to`)",
+        );
+    }
+    out
 }

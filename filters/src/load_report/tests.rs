@@ -1,8 +1,32 @@
+use std::collections::HashMap;
+
 use base64::Engine as _;
 use http::{HeaderMap, HeaderValue};
 use prost::Message as _;
 
 use super::*;
+
+/// `xds.data.orca.v3.OrcaLoadReport` (the fields a balancer reads; field numbers from the
+/// proto).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct OrcaLoadReport {
+    #[prost(double, tag = "1")]
+    cpu_utilization: f64,
+    #[prost(double, tag = "2")]
+    mem_utilization: f64,
+    #[prost(map = "string, double", tag = "4")]
+    request_cost: HashMap<String, f64>,
+    #[prost(map = "string, double", tag = "5")]
+    utilization: HashMap<String, f64>,
+    #[prost(double, tag = "6")]
+    rps_fractional: f64,
+    #[prost(double, tag = "7")]
+    eps: f64,
+    #[prost(map = "string, double", tag = "8")]
+    named_metrics: HashMap<String, f64>,
+    #[prost(double, tag = "9")]
+    application_utilization: f64,
+}
 
 fn headers(name: &'static str, value: &str) -> HeaderMap {
     let mut h = HeaderMap::new();
@@ -133,4 +157,46 @@ fn text_reports_written_are_read_back() {
         Some(3.0)
     );
     assert_eq!(metric(&h, &name("named_metrics.ferry_queued")), Some(0.5));
+}
+
+#[test]
+fn the_binary_walk_reads_what_protobuf_decoding_would() {
+    let report = OrcaLoadReport {
+        cpu_utilization: 0.5,
+        mem_utilization: 0.25,
+        request_cost: [("kv".to_string(), 9.0)].into(),
+        utilization: [("kv".to_string(), 0.125)].into(),
+        rps_fractional: 12.5,
+        eps: 0.75,
+        named_metrics: [("kv".to_string(), 0.5), ("other".to_string(), 2.0)].into(),
+        application_utilization: 0.375,
+    };
+    let mut bytes = report.encode_to_vec();
+    // Fields it does not know (the deprecated rps varint 3, a fixed32 field 10) are skipped.
+    bytes.extend_from_slice(&[0x18, 0x96, 0x01, 0x55, 1, 2, 3, 4]);
+    // A later entry for the same key wins, as in a decoded map.
+    bytes.extend_from_slice(&[0x42, 0x0d, 0x0a, 0x02, b'k', b'v', 0x11]);
+    bytes.extend_from_slice(&0.875f64.to_le_bytes());
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let h = headers(HEADER_BIN, &b64);
+    for (n, want) in [
+        ("cpu_utilization", 0.5),
+        ("mem_utilization", 0.25),
+        ("request_cost.kv", 9.0),
+        ("utilization.kv", 0.125),
+        ("rps_fractional", 12.5),
+        ("eps", 0.75),
+        ("named_metrics.kv", 0.875),
+        ("named_metrics.other", 2.0),
+        ("application_utilization", 0.375),
+    ] {
+        assert_eq!(metric(&h, &name(n)), Some(want), "{n}");
+    }
+    // Truncated: no report at all, not a half-read one.
+    let cut = base64::engine::general_purpose::STANDARD.encode(&bytes[..bytes.len() - 12]);
+    assert_eq!(metric(&headers(HEADER_BIN, &cut), &name("eps")), None);
+    // An absent scalar is 0, as proto3 decodes it; an absent key is no value.
+    let empty = headers(HEADER_BIN, "");
+    assert_eq!(metric(&empty, &name("cpu_utilization")), Some(0.0));
+    assert_eq!(metric(&empty, &name("named_metrics.kv")), None);
 }

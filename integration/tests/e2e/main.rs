@@ -11,6 +11,7 @@ mod failures;
 mod floods;
 mod grpc;
 mod idle;
+mod load_report;
 mod model_routing;
 mod peers;
 mod protocols;

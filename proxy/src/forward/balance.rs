@@ -1,5 +1,5 @@
 //! The balancer: picks the endpoint for one attempt (round robin or power-of-two-choices on
-//! peak-EWMA latency, skipping ejected endpoints and the one a retry should avoid), bounds the
+//! EWMA latency, skipping ejected endpoints and the one a retry should avoid), bounds the
 //! attempt by the route's `per_try_timeout`, and keeps each endpoint's health: latency,
 //! in-flight count, consecutive failures toward outlier ejection. Send errors become the
 //! typed [`Failure`] the caller is answered with (503 / UNAVAILABLE, 502).
@@ -23,6 +23,8 @@ use crate::headers::{self, authority_of};
 use crate::metrics::{ClusterLabels, Metrics, Name};
 use crate::request_meta::{Forwarded, Outcome};
 use crate::upstream::{SendError, Wire};
+
+mod send_failure;
 
 /// Which attempt a request is (set by the retry layer; absent means the first and only).
 #[derive(Debug, Clone, Copy)]
@@ -305,7 +307,7 @@ impl Shared {
     /// The endpoint's bookkeeping for a finished attempt, and the attempt's answer.
     fn finish(
         &self,
-        endpoint: &Endpoint,
+        endpoint: &Arc<Endpoint>,
         sent: Instant,
         (attempt, idempotent): (u32, bool),
         outcome: Option<&Outcome>,
@@ -332,7 +334,10 @@ impl Shared {
                 } else {
                     endpoint.success();
                 }
-                Ok(resp)
+                Ok(match &cluster.load_report {
+                    Some(reporting) => super::load_report::observe(resp, endpoint, reporting),
+                    None => resp,
+                })
             }
             Ok(Err(e)) => Err(self.send_failure(endpoint, e, idempotent)),
             Err(t) => {
@@ -343,44 +348,6 @@ impl Shared {
                     per_try: true,
                 })
             }
-        }
-    }
-
-    fn send_failure(&self, endpoint: &Endpoint, e: SendError, idempotent: bool) -> Failure {
-        let cluster = self.cluster.name.to_string();
-        match e {
-            SendError::Connect { addr, source } => {
-                self.connect_errors.inc();
-                self.record_failure(endpoint);
-                Failure::Unavailable {
-                    cluster,
-                    reason: format!("connect to {addr} failed: {}", error_chain(source.as_ref())),
-                    connect: true,
-                    reset: false,
-                }
-            }
-            e @ SendError::Request { .. } => {
-                // Our own body limit cut the request stream: the caller's fault, not the
-                // upstream's.
-                if let Some(too_large) = ferry_filters::body_limit::find(&e) {
-                    return Failure::BodyTooLarge {
-                        limit: too_large.limit,
-                    };
-                }
-                if let Some(m) = ferry_filters::body_limit::find_malformed(&e) {
-                    return Failure::BadRequest(m.to_string());
-                }
-                self.record_failure(endpoint);
-                // No answer came (an answer's head would have ended the send): an idempotent
-                // request, or a stream the upstream refused unprocessed, may go elsewhere.
-                Failure::Unavailable {
-                    cluster,
-                    reason: error_chain(&e),
-                    connect: false,
-                    reset: idempotent || refused_unprocessed(&e),
-                }
-            }
-            e @ SendError::Uri(_) => Failure::BadGateway(e.to_string()),
         }
     }
 
@@ -396,33 +363,4 @@ impl Shared {
             self.ejections.inc();
         }
     }
-}
-
-/// Whether HTTP/2 says the upstream never processed the stream: it refused it
-/// (`REFUSED_STREAM`), or a graceful GOAWAY (`NO_ERROR`) excluded it (RFC 9113 §8.7: either
-/// way the request can be retried, whatever its method).
-fn refused_unprocessed(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(err) = cur {
-        if let Some(h2) = err.downcast_ref::<h2::Error>() {
-            return match h2.reason() {
-                Some(h2::Reason::REFUSED_STREAM) => true,
-                Some(h2::Reason::NO_ERROR) => h2.is_go_away(),
-                _ => false,
-            };
-        }
-        cur = err.source();
-    }
-    false
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ferry_config::{Action, Route};
 use ferry_filters::authorization::{AuthorizationLayer, AuthorizationSettings};
 use ferry_filters::limits::{ConcurrencyLayer, RateLimitLayer};
+use ferry_filters::load_report::{AnswerReports, AnswerReportsLayer};
 use ferry_filters::tensor_check::TensorValidationLayer;
 use ferry_filters::trace_context::{TraceLayer, TraceSettings};
 use ferry_filters::transcode::{TranscodeLayer, Transcoder};
@@ -77,7 +78,19 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
             denied.inc();
         }))
     });
+    let answer_reports = AnswerReportsLayer::new(
+        AnswerReports {
+            report: r.load_report.report,
+            strip: r.load_report.strip,
+            concurrency: p.concurrency.as_ref().map(|c| c.state().clone()),
+        },
+        p.state.in_flight.clone(),
+    );
     let filters = Filters::default()
+        // Load reports on answers (ferry's own added, the upstream's stripped): outside the
+        // limits, so requests waiting for a slot count as in flight, and every upstream
+        // answer passes it.
+        .then_unboxed(answer_reports)
         // Who may call this route's models: before anything reads the body or spends a limit.
         .then_unboxed(authorization)
         // Rate limits, then the in-flight cap: shed before any body is read, and a request over
