@@ -33,6 +33,10 @@ pub struct FaultsArgs {
     /// The ferry binary (default: beside this binary, else <target>/release/ferry).
     #[arg(long)]
     ferry: Option<PathBuf>,
+    /// The route's retry triggers, comma-separated (default: ferry's own,
+    /// connect-failure,unavailable); e.g. connect-failure,unavailable,reset.
+    #[arg(long, value_delimiter = ',')]
+    retry_on: Vec<String>,
 }
 
 pub fn faults(args: FaultsArgs) -> anyhow::Result<ExitCode> {
@@ -71,6 +75,7 @@ pub fn faults(args: FaultsArgs) -> anyhow::Result<ExitCode> {
         rate: args.rate,
         faults,
         protos,
+        retry_on: args.retry_on,
         steady: secs(steady)?,
         fault: secs(fault)?,
         after: secs(after)?,

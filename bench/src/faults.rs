@@ -71,6 +71,8 @@ pub struct Options {
     pub after: Duration,
     /// Runs of each fault over each protocol.
     pub reps: usize,
+    /// The route's retry triggers (empty: ferry's defaults).
+    pub retry_on: Vec<String>,
 }
 
 /// One fault over one protocol.

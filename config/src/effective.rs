@@ -361,6 +361,7 @@ fn retry_on(r: RetryOn) -> Value {
         RetryOn::Http5xx => "http-5xx",
         RetryOn::Unavailable => "unavailable",
         RetryOn::ResourceExhausted => "resource-exhausted",
+        RetryOn::Reset => "reset",
     };
     name.into()
 }

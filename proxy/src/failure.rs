@@ -29,6 +29,9 @@ pub enum Failure {
         /// The exchange failed before any answer, and resending is safe: the upstream refused
         /// the stream unprocessed, or the method is idempotent (GET, HEAD, OPTIONS).
         reset: bool,
+        /// The exchange failed before any answer byte, whatever the method: the upstream may
+        /// have processed the request, so it is resent only under the opt-in `reset` trigger.
+        unanswered: bool,
     },
     /// The upstream did not answer in time.
     #[error("upstream cluster {cluster:?} did not answer within {timeout_ms} ms")]

@@ -60,6 +60,8 @@ pub struct Config {
     pub generation: u32,
     /// Mutual TLS on the listener.
     pub identity: Option<Identity>,
+    /// The route's retry triggers (empty: ferry's defaults).
+    pub retry_on: Vec<String>,
 }
 
 /// A running ferry.
@@ -99,7 +101,8 @@ impl Config {
             .replace("@PORT@", &self.port.to_string())
             .replace("@SOURCE@", &source)
             .replace("@VARIANT@", &variant)
-            .replace("@IDLE@", idle);
+            .replace("@IDLE@", idle)
+            .replace("@RETRY_ON@", &retry_on(&self.retry_on));
         match &self.identity {
             Some(id) => {
                 let trust: Vec<String> = id.trust.iter().map(|p| p.display().to_string()).collect();
@@ -288,4 +291,13 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).ctx(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).ctx(|| format!("renaming over {}", path.display()))
+}
+
+/// The retry policy's `on` entry for `triggers` (nothing: ferry's defaults).
+fn retry_on(triggers: &[String]) -> String {
+    if triggers.is_empty() {
+        String::new()
+    } else {
+        format!(", on: [{}]", triggers.join(", "))
+    }
 }

@@ -37,6 +37,7 @@ pub(super) fn write(opts: &Options, runs: &[FaultRun], ferry_version: &str) -> R
         "machine": machine,
         "rate": opts.rate,
         "reps": opts.reps,
+        "retry_on": opts.retry_on,
         "phases_s": {
             "steady": opts.steady.as_secs_f64(),
             "fault": opts.fault.as_secs_f64(),
@@ -69,13 +70,17 @@ fn markdown(opts: &Options, runs: &[FaultRun], m: &Machine) -> String {
          when the fault starts and failing then is the fault's. Failed = status ≠ 200, gRPC status ≠ 0 or \
          a transport error. Latency from the due time (coordinated-omission corrected), of \
          the successful requests. Each run starts its own ferry and endpoints. ferry config: \
-         `configs/ferry-faults.yaml` (2 endpoints, p2c-ewma, retry 2 attempts on \
-         connect-failure/unavailable with per-try 250 ms, route timeout 1 s, outlier ejection \
-         at its defaults).\n",
+         `configs/ferry-faults.yaml` (2 endpoints, p2c-ewma, retry 2 attempts on {} with \
+         per-try 250 ms, route timeout 1 s, outlier ejection at its defaults).\n",
         opts.rate,
         opts.steady.as_secs_f64(),
         opts.fault.as_secs_f64(),
-        opts.after.as_secs_f64()
+        opts.after.as_secs_f64(),
+        if opts.retry_on.is_empty() {
+            "connect-failure/unavailable (the defaults)".to_owned()
+        } else {
+            opts.retry_on.join("/")
+        }
     );
     summary(&mut md, runs);
     for fault in Fault::ALL {

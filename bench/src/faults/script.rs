@@ -63,6 +63,7 @@ pub(super) async fn run_one(
         source,
         generation: 0,
         identity,
+        retry_on: opts.retry_on.clone(),
     };
     if matches!(fault, Fault::Reload | Fault::Drain) {
         for e in &mut endpoints {

@@ -216,4 +216,8 @@ pub enum RetryOn {
     Unavailable,
     /// gRPC status RESOURCE_EXHAUSTED (8) or HTTP 429.
     ResourceExhausted,
+    /// The connection or stream failed before any answer byte, whatever the method (Envoy's
+    /// `reset`): opt-in, since the upstream may have processed the request; for routes whose
+    /// calls are safe to repeat, such as inference on a stateless model.
+    Reset,
 }

@@ -301,4 +301,7 @@ pub enum RetryOnSpec {
     Unavailable,
     /// gRPC RESOURCE_EXHAUSTED or HTTP 429.
     ResourceExhausted,
+    /// The connection or stream failed before any answer, whatever the method (opt-in: the
+    /// upstream may have processed the request).
+    Reset,
 }

@@ -315,6 +315,7 @@ fn retry_on(spec: RetryOnSpec) -> RetryOn {
         RetryOnSpec::Http5xx => RetryOn::Http5xx,
         RetryOnSpec::Unavailable => RetryOn::Unavailable,
         RetryOnSpec::ResourceExhausted => RetryOn::ResourceExhausted,
+        RetryOnSpec::Reset => RetryOn::Reset,
     }
 }
 

@@ -243,3 +243,39 @@ async fn an_idempotent_request_reset_before_any_answer_goes_to_the_other_replica
     );
     Ok(())
 }
+
+/// Issue 20: with the opt-in `reset` trigger (Envoy's `retry_on: reset`), a POST the dying
+/// replica took is resent to the other one too: the route says its calls are safe to repeat.
+#[tokio::test]
+async fn the_reset_trigger_resends_a_post_reset_before_any_answer() -> anyhow::Result<()> {
+    use std::sync::atomic::Ordering;
+    let good = Echo::start("good").await?;
+    let (bad, heads) = dies_on_every_request().await?;
+    let mut pool = cluster("pool", &[good.addr(), bad]);
+    pool["lb"] = json!("round-robin");
+    pool["outlier"] = json!({ "enabled": false });
+    let cfg = config(
+        json!([{ "name": "all", "to": "pool",
+                 "retry": { "on": ["connect-failure", "unavailable", "reset"] } }]),
+        json!([pool]),
+    );
+    let ferry = start(&cfg).await?;
+    let addr = ferry.listener(LISTENER)?;
+    let admin = Admin::new(ferry.admin());
+    let client = HttpClient::http1();
+    for i in 0..20 {
+        let req = request(Method::POST, addr, &format!("/p/{i}"), &[], body_full("x"))?;
+        let reply = client.call(req).await?;
+        assert_eq!(reply.status, 200, "POST {i}: {}", reply.text());
+        assert_eq!(reply.json::<EchoReport>()?.instance, "good");
+    }
+    let taken = heads.load(Ordering::SeqCst);
+    assert!(taken >= 5, "round robin sent only {taken} POSTs to the dying replica");
+    let m = admin.metrics().await?;
+    let resets = m.sum(
+        "ferry_retries_total",
+        &[("route", "all"), ("reason", "reset")],
+    );
+    assert_eq!(resets, taken as f64, "{}", m.text);
+    Ok(())
+}

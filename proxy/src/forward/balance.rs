@@ -240,6 +240,7 @@ impl Shared {
             reason,
             connect: false,
             reset: false,
+            unanswered: false,
         }
     }
 

@@ -225,7 +225,8 @@ fn mark(mut req: Request<ProxyBody>, attempt: u32, avoid: Option<Avoid>) -> Requ
 /// Whether the policy retries this answer, and why: a `per_try_timeout` always; with
 /// `connect-failure`, a failed connect, and a failure before any answer when resending is safe
 /// (an idempotent method, or a stream the upstream refused unprocessed; Envoy's `reset` and
-/// `refused-stream`); an upstream answer when its status is one the policy names.
+/// `refused-stream`); with `reset`, any failure before an answer; an upstream answer when its
+/// status is one the policy names.
 fn judge(on: &[RetryOn], answer: Result<Response<ProxyBody>, BoxError>) -> Verdict {
     let connect_failure = on.contains(&RetryOn::ConnectFailure);
     let reason = match &answer {
@@ -236,6 +237,9 @@ fn judge(on: &[RetryOn], answer: Result<Response<ProxyBody>, BoxError>) -> Verdi
                 Some("connect_failure")
             }
             Some(Failure::Unavailable { reset: true, .. }) if connect_failure => Some("reset"),
+            Some(Failure::Unavailable {
+                unanswered: true, ..
+            }) if on.contains(&RetryOn::Reset) => Some("reset"),
             _ => None,
         },
     };
@@ -259,7 +263,7 @@ fn retry_wanted(on: &[RetryOn], resp: &Response<ProxyBody>) -> bool {
     let status = resp.status();
     let grpc = grpc_status(resp);
     on.iter().any(|r| match r {
-        RetryOn::ConnectFailure => false,
+        RetryOn::ConnectFailure | RetryOn::Reset => false,
         RetryOn::Http503 => status == StatusCode::SERVICE_UNAVAILABLE,
         RetryOn::Http5xx => status.is_server_error(),
         RetryOn::Unavailable => grpc == Some(14),

@@ -26,6 +26,7 @@ impl Shared {
                     reason: format!("connect to {addr} failed: {}", error_chain(source.as_ref())),
                     connect: true,
                     reset: false,
+                    unanswered: false,
                 }
             }
             e @ SendError::Request { .. } => {
@@ -47,6 +48,7 @@ impl Shared {
                     reason: error_chain(&e),
                     connect: false,
                     reset: idempotent || refused_unprocessed(&e),
+                    unanswered: true,
                 }
             }
             e @ SendError::Uri(_) => Failure::BadGateway(e.to_string()),
