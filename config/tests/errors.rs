@@ -126,7 +126,7 @@ fn unknown_retry_condition() {
         one_error(&with_route(
             "        to: up\n        retry: { on: [http-504] }\n"
         )),
-        r#"routes.yaml:8:23: listeners[0].routes[0].retry.on[0]: unknown value "http-504" (expected one of: connect-failure, http-503, http-5xx, unavailable, resource-exhausted)"#
+        r#"routes.yaml:8:23: listeners[0].routes[0].retry.on[0]: unknown value "http-504" (expected one of: connect-failure, http-503, http-5xx, unavailable, resource-exhausted, reset)"#
     );
 }
 
