@@ -76,9 +76,9 @@ fn reporting_cluster(name: &str, endpoints: &[SocketAddr], metric: &str, weight:
     c
 }
 
-/// 0.9 against 0.1 at weight 4 is a cost factor of 4.6 against 1.4: 3.3×, well above the
-/// latency jitter of Python replicas on a busy 2-core machine (at weight 1, 1.9 against 1.1,
-/// the busy replica gets less on average but not by a clear margin every run).
+/// 0.9 against 0.1 at weight 4 is a cost factor of 4.6 against 1.4: 3.3×. At weight 1 (1.9
+/// against 1.1) one late answer of the idle replica, taken at once as its latency estimate,
+/// outweighs the reports on a busy test machine (docs/balancing.md).
 const KV_WEIGHT: f64 = 4.0;
 
 #[tokio::test]

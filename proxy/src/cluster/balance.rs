@@ -1,4 +1,4 @@
-//! Endpoint selection: round robin or power of two choices over EWMA latency cost, skipping
+//! Endpoint selection: round robin or power of two choices over peak-EWMA cost, skipping
 //! ejected endpoints. When every endpoint is ejected, all are used again (Envoy's "panic
 //! mode"): better a possibly-bad endpoint than a certain 503.
 

@@ -1,5 +1,4 @@
-//! One upstream endpoint: its load (in-flight requests, EWMA latency, its own load report) and
-//! outlier state.
+//! One upstream endpoint: its load (in-flight requests, peak-EWMA latency) and outlier state.
 
 use std::net::SocketAddr;
 use std::sync::OnceLock;
@@ -10,18 +9,18 @@ use std::time::{Duration, Instant};
 use ferry_config::{OutlierDetection, SlowStart};
 
 /// Decay time constant of the latency estimate. Linkerd and Finagle use 10 s; with two
-/// identical replicas and ordinary jitter, one slow answer then keeps a replica out of favour
-/// for ~10 s, which at 200 req/s is thousands of requests to its twin.
-/// 2 s forgets a slow answer within seconds while a replica 10× slower still waits ~4.6 s between
+/// identical replicas and ordinary jitter, one slow answer (a peak, taken at once) then keeps
+/// a replica out of favour for ~10 s, which at 200 req/s is thousands of requests to its twin.
+/// 2 s forgets a peak within seconds while a replica 10× slower still waits ~4.6 s between
 /// probes (see `balance::tests` for the spreads this gives).
 const EWMA_DECAY: Duration = Duration::from_secs(2);
 /// How long without an answer before an endpoint's estimate is stale and it is probed with one
 /// request at a time: the estimate has then decayed to half (EWMA_DECAY × ln 2).
 const PROBE_AFTER: Duration = Duration::from_millis(1386);
-/// The least weight one answer has in the latency estimate: a fifth, so the estimate follows
-/// a replica that really slowed down within a few answers while one late answer moves it
-/// less than the 25 % tie (see `observe_latency`).
-const MIN_ANSWER_WEIGHT: f64 = 0.2;
+/// Latency assumed for an endpoint nothing is known about yet. Not zero: a new endpoint
+/// whose first answer is slow (a cold model) must not take every request until it answers;
+/// the estimate decays toward zero, so it is tried within seconds even when idle.
+const DEFAULT_RTT: Duration = Duration::from_millis(1);
 /// Time constant over which a load report fades: an endpoint reported busy gets fewer
 /// requests and so sends fewer reports, and its last "busy" must not keep it out for ever (the
 /// same reason the latency estimate decays). At 2 s, as the latency estimate, a report 2 s old
@@ -60,8 +59,6 @@ pub struct Endpoint {
 #[derive(Debug)]
 struct State {
     ewma_ns: f64,
-    /// Whether any answer came yet (before: nothing is known, see `cost`).
-    answered: bool,
     updated: Instant,
     ejections: u32,
 }
@@ -104,8 +101,7 @@ impl Endpoint {
             load: AtomicU64::new(0),
             load_at: AtomicU64::new(0),
             state: Mutex::new(State {
-                ewma_ns: 0.0,
-                answered: false,
+                ewma_ns: DEFAULT_RTT.as_nanos() as f64,
                 updated: Instant::now(),
                 ejections: 0,
             }),
@@ -153,43 +149,25 @@ impl Endpoint {
         InFlight(self)
     }
 
-    /// The load estimate P2C compares: latency × (in-flight + 1), as in Linkerd's peak-EWMA.
+    /// The load estimate P2C compares: latency × (in-flight + 1), as in peak-EWMA.
     ///
     /// One exception: an endpoint whose estimate has mostly decayed (no answer for over
     /// `PROBE_AFTER`) is being probed once it has a request in flight, and costs infinity
     /// until that answer comes. Its decayed estimate says nothing about it any more, and without
     /// this a slow replica that looks cheap again takes every request sent while its first one
     /// is still out (at 200 req/s a 10× slower replica got 1.8 % instead of a probe or two).
-    ///
-    /// An endpoint nothing is known about yet is probed the same way: it costs nothing, so it
-    /// is tried at once, and infinity while that first request is out, so a new endpoint whose
-    /// first answer is slow (a cold model) gets one request, not every request until it answers.
-    /// (An assumed latency instead would be wrong one way or the other: above the real one it
-    /// starves the new endpoint for seconds while its estimate decays, below it floods it.)
     pub fn cost(&self, now: Instant) -> f64 {
         let in_flight = self.in_flight.load(Ordering::Relaxed);
         let Ok(s) = self.state.lock() else {
             return f64::MAX;
         };
-        let stale = !s.answered || now.saturating_duration_since(s.updated) > PROBE_AFTER;
-        if in_flight > 0 && stale {
+        if in_flight > 0 && now.saturating_duration_since(s.updated) > PROBE_AFTER {
             return f64::INFINITY;
         }
         decayed(&s, now) * (in_flight as f64 + 1.0)
     }
 
-    /// Records a response latency: blended into the estimate with the weight of the time since
-    /// the previous answer (after a long gap the new answer is nearly all of it), and at least
-    /// `MIN_ANSWER_WEIGHT` (at a high rate, where the gap alone would give each answer a
-    /// fraction of a percent).
-    ///
-    /// No peak: Finagle's and Linkerd's peak-EWMA take a slower answer as the estimate at
-    /// once, so one late answer (a preempted replica, a GC pause) makes a replica look several
-    /// times dearer until the estimate decays, and at 200 req/s every request of that second or
-    /// more goes to its twin (bench/results/2026-12-05-spread: 70/30 streaks). Here one answer
-    /// twice as slow raises the estimate by a fifth, inside the tie band; a replica that is
-    /// really slower gets there within a few answers, and one probed after an idle spell is
-    /// judged by that answer alone.
+    /// Records a response latency: peaks are taken at once, improvements decay in.
     pub fn observe_latency(&self, rtt: Duration) {
         self.observe_latency_at(rtt, Instant::now());
     }
@@ -198,14 +176,13 @@ impl Endpoint {
     pub(super) fn observe_latency_at(&self, rtt: Duration, now: Instant) {
         if let Ok(mut s) = self.state.lock() {
             let rtt = rtt.as_nanos() as f64;
-            // The first answer is all that is known.
-            let keep = if s.answered {
-                weight(&s, now).min(1.0 - MIN_ANSWER_WEIGHT)
+            let w = weight(&s, now);
+            s.ewma_ns = if rtt > s.ewma_ns * w {
+                rtt
             } else {
-                0.0
+                // The longer since the last answer, the more the new one counts.
+                s.ewma_ns * w + rtt * (1.0 - w)
             };
-            s.ewma_ns = s.ewma_ns * keep + rtt * (1.0 - keep);
-            s.answered = true;
             s.updated = now;
         }
     }

@@ -1,5 +1,5 @@
 //! The balancer: picks the endpoint for one attempt (round robin or power-of-two-choices on
-//! EWMA latency, skipping ejected endpoints and the one a retry should avoid), bounds the
+//! peak-EWMA latency, skipping ejected endpoints and the one a retry should avoid), bounds the
 //! attempt by the route's `per_try_timeout`, and keeps each endpoint's health: latency,
 //! in-flight count, consecutive failures toward outlier ejection. Send errors become the
 //! typed [`Failure`] the caller is answered with (503 / UNAVAILABLE, 502).

@@ -293,34 +293,3 @@ fn a_load_report_fades_with_age() {
     assert_eq!(e[0].load_factor(t0 + Duration::from_secs(11), 2.0), 1.0);
     assert_eq!(e[0].reported_load(), Some(0.5));
 }
-
-#[test]
-fn a_new_endpoint_is_tried_once_then_waits_for_its_first_answer() {
-    let e = eps(2);
-    let t0 = Instant::now();
-    // A is known and fast; B has never answered: it is tried at once...
-    e[0].observe_latency_at(Duration::from_micros(100), t0);
-    let next = AtomicUsize::new(0);
-    let first = pick_at(&P2C, &e, &next, None, t0).unwrap();
-    assert_eq!(first.addr, e[1].addr);
-    // ...and while that first request is out (a cold model), every pick takes A.
-    let _out = e[1].start();
-    for _ in 0..50 {
-        assert_eq!(pick_at(&P2C, &e, &next, None, t0).unwrap().addr, e[0].addr);
-    }
-}
-
-#[test]
-fn one_late_answer_moves_the_estimate_by_a_fifth_not_to_the_peak() {
-    let e = eps(1);
-    let t0 = Instant::now();
-    e[0].observe_latency_at(Duration::from_millis(1), t0);
-    let ms = Duration::from_millis(1);
-    e[0].observe_latency_at(4 * ms, t0 + ms);
-    let cost = e[0].cost(t0 + ms) / 1e6;
-    assert!((1.5..1.7).contains(&cost), "{cost} ms");
-    // The first answer after a long gap is nearly all of the estimate.
-    e[0].observe_latency_at(10 * ms, t0 + Duration::from_secs(20));
-    let cost = e[0].cost(t0 + Duration::from_secs(20)) / 1e6;
-    assert!((9.9..10.1).contains(&cost), "{cost} ms");
-}
