@@ -19,6 +19,11 @@ mod h2;
 
 pub use self::h1::H1Pool;
 pub use self::h2::H2Slot;
+
+/// In an answer's extensions when its attempt opened the connection: how long the dial (TCP
+/// and any TLS handshake) took, which the balancer leaves out of the endpoint's latency.
+#[derive(Debug, Clone, Copy)]
+pub struct Dialed(pub std::time::Duration);
 use crate::body::{BoxError, ProxyBody};
 use crate::h2_settings::{H2_CONN_WINDOW, H2_MAX_FRAME, H2_STREAM_WINDOW};
 use crate::tls::UpstreamIo;

@@ -270,7 +270,10 @@ async fn the_reset_trigger_resends_a_post_reset_before_any_answer() -> anyhow::R
         assert_eq!(reply.json::<EchoReport>()?.instance, "good");
     }
     let taken = heads.load(Ordering::SeqCst);
-    assert!(taken >= 5, "round robin sent only {taken} POSTs to the dying replica");
+    assert!(
+        taken >= 5,
+        "round robin sent only {taken} POSTs to the dying replica"
+    );
     let m = admin.metrics().await?;
     let resets = m.sum(
         "ferry_retries_total",

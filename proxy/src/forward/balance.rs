@@ -328,7 +328,15 @@ impl Shared {
         match result {
             Ok(Ok(resp)) => {
                 let elapsed = sent.elapsed();
-                endpoint.observe_latency(elapsed);
+                // The endpoint's latency, not the dial's: an attempt that opened the
+                // connection (an endpoint's first, as a rule) would otherwise teach the
+                // balancer a handshake, and a first estimate that high starves the endpoint
+                // for seconds while it decays.
+                let dial = resp
+                    .extensions()
+                    .get::<crate::upstream::Dialed>()
+                    .map_or(Duration::ZERO, |d| d.0);
+                endpoint.observe_latency(elapsed.saturating_sub(dial));
                 cluster.upstream_duration.observe(elapsed.as_secs_f64());
                 if resp.status().is_server_error() {
                     self.record_failure(endpoint);

@@ -69,18 +69,29 @@ impl H1Pool {
                 None
             };
             let fresh = pooled.is_none();
+            let mut dialed = None;
             let mut sender = match pooled {
                 Some(sender) => sender,
                 // Boxed: connecting is rare, and inline its state would sit in every
                 // request's future (see `forward::handle`).
-                None => Box::pin(connect(addr, dial)).await?,
+                None => {
+                    let started = Instant::now();
+                    let sender = Box::pin(connect(addr, dial)).await?;
+                    dialed = Some(super::Dialed(started.elapsed()));
+                    sender
+                }
             };
             // The future owns everything it needs, so the handle can go back at once: it stays
             // not-ready until this response has been read.
             let sent = sender.try_send_request(req);
             self.keep(sender, idle_timeout);
             match sent.await {
-                Ok(resp) => return Ok(resp),
+                Ok(mut resp) => {
+                    if let Some(d) = dialed {
+                        resp.extensions_mut().insert(d);
+                    }
+                    return Ok(resp);
+                }
                 Err(mut e) => match e.take_message() {
                     // The connection closed before the request was written: nothing reached
                     // the upstream, so another connection may carry it.

@@ -37,11 +37,17 @@ impl H2Slot {
         addr: SocketAddr,
         dial: &Dial,
     ) -> Result<Response<Incoming>, SendError> {
+        let mut dialed = None;
         let mut sender = match self.current() {
             Some(sender) => sender,
             // Boxed: connecting is rare, and inline its state would sit in every request's
             // future (see `forward::handle`).
-            None => Box::pin(self.connect(addr, dial)).await?,
+            None => {
+                let started = std::time::Instant::now();
+                let sender = Box::pin(self.connect(addr, dial)).await?;
+                dialed = Some(super::Dialed(started.elapsed()));
+                sender
+            }
         };
         // A connection that closed after we took it has not seen this request: as safe to
         // retry as a failed connect.
@@ -49,10 +55,14 @@ impl H2Slot {
             .ready()
             .await
             .map_err(|e| SendError::connect(addr, e))?;
-        sender
+        let mut resp = sender
             .send_request(req)
             .await
-            .map_err(|e| SendError::request(addr, e))
+            .map_err(|e| SendError::request(addr, e))?;
+        if let Some(d) = dialed {
+            resp.extensions_mut().insert(d);
+        }
+        Ok(resp)
     }
 
     fn current(&self) -> Option<SendRequest<ProxyBody>> {
