@@ -9,6 +9,9 @@ use ferry_integration::prometheus::promtool;
 use ferry_integration::workspace;
 use serde_json::{Value, json};
 
+/// The recording rule a per-route p99 threshold becomes.
+const THRESHOLD: &str = "ferry:route_p99_threshold_seconds";
+
 const ON: &[&str] = &[
     "--set",
     "grafana.dashboard.enabled=true",
@@ -53,26 +56,43 @@ async fn the_chart_ships_the_dashboard_and_rules_only_when_asked() -> anyhow::Re
     let on = render(&chart, "on", ON).await?;
     let maps = dashboards(&on);
     assert_eq!(maps.len(), 1);
-    assert_eq!(maps[0]["metadata"]["annotations"]["grafana_folder"], "ferry");
+    assert_eq!(
+        maps[0]["metadata"]["annotations"]["grafana_folder"],
+        "ferry"
+    );
     let shipped: Value = serde_json::from_str(maps[0]["data"]["ferry.json"].as_str().unwrap())?;
-    let file = std::fs::read_to_string(workspace::root().join("charts/ferry/dashboards/ferry.json"))?;
+    let file =
+        std::fs::read_to_string(workspace::root().join("charts/ferry/dashboards/ferry.json"))?;
     assert_eq!(shipped, serde_json::from_str::<Value>(&file)?);
 
     let rules = of_kind(&on, "PrometheusRule");
     assert_eq!(rules.len(), 1);
     let rule = rules[0];
     assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
-    assert_eq!(rule["metadata"]["labels"]["release"], "kube-prometheus-stack");
-    let text = std::fs::read_to_string(workspace::root().join("charts/ferry/rules/ferry-rules.yaml"))?;
+    assert_eq!(
+        rule["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
+    let text =
+        std::fs::read_to_string(workspace::root().join("charts/ferry/rules/ferry-rules.yaml"))?;
     let source = chart.parse_yaml(&text).await?;
     let groups = rule["spec"]["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 2);
-    assert_eq!(groups[0], source[0]["groups"][0], "the rules file, unchanged");
+    assert_eq!(
+        groups[0], source[0]["groups"][0],
+        "the rules file, unchanged"
+    );
     assert_eq!(
         groups[1],
         json!({ "name": "ferry-route-thresholds", "rules": [
-            { "record": "ferry:route_p99_threshold_seconds", "expr": r#"label_replace(vector(10), "route", "batch", "", "")"# },
-            { "record": "ferry:route_p99_threshold_seconds", "expr": r#"label_replace(vector(0.5), "route", "chat", "", "")"# },
+            {
+                "record": THRESHOLD,
+                "expr": r#"label_replace(vector(10), "route", "batch", "", "")"#,
+            },
+            {
+                "record": THRESHOLD,
+                "expr": r#"label_replace(vector(0.5), "route", "chat", "", "")"#,
+            },
         ]})
     );
     // The PrometheusRule's spec is a rules file Prometheus accepts, thresholds included.

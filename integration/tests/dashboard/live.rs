@@ -51,7 +51,8 @@ async fn every_panel_and_alert_returns_series_from_a_real_prometheus() -> anyhow
 
     // A reload of a broken file: refused, counted, the old config keeps serving.
     let dir = scene.ferry.config()?;
-    dir.write("apiVersion: ferry/v1\nlisteners: not-a-list\n").await?;
+    dir.write("apiVersion: ferry/v1\nlisteners: not-a-list\n")
+        .await?;
 
     let dashboard = panels::load()?;
     let (routes, models) = (regex(&ROUTES), regex(&MODELS));
@@ -80,7 +81,11 @@ async fn every_panel_and_alert_returns_series_from_a_real_prometheus() -> anyhow
         eventually(PATIENCE, || async {
             let got = prom.label_values(&selector, &var.label).await?;
             for w in want {
-                anyhow::ensure!(got.iter().any(|g| g == w), "${}: {w} not in {got:?}", var.name);
+                anyhow::ensure!(
+                    got.iter().any(|g| g == w),
+                    "${}: {w} not in {got:?}",
+                    var.name
+                );
             }
             Ok(())
         })
@@ -101,7 +106,11 @@ async fn every_panel_and_alert_returns_series_from_a_real_prometheus() -> anyhow
             }
             results.push(got);
         }
-        anyhow::ensure!(empty.is_empty(), "panel queries without series:\n{}", empty.join("\n"));
+        anyhow::ensure!(
+            empty.is_empty(),
+            "panel queries without series:\n{}",
+            empty.join("\n")
+        );
         Ok(results)
     })
     .await
@@ -144,7 +153,13 @@ async fn check_rules(prom: &Prometheus) -> anyhow::Result<()> {
             .collect();
         anyhow::ensure!(rules.len() == 6, "{} rules loaded", rules.len());
         for r in &rules {
-            anyhow::ensure!(r["health"] == "ok", "rule {} is {} {}", r["name"], r["health"], r["lastError"]);
+            anyhow::ensure!(
+                r["health"] == "ok",
+                "rule {} is {} {}",
+                r["name"],
+                r["health"],
+                r["lastError"]
+            );
         }
         Ok(rules)
     })
@@ -161,7 +176,11 @@ async fn check_rules(prom: &Prometheus) -> anyhow::Result<()> {
     }
 
     let active = |alerts: &[Value], name: &str| -> Vec<Value> {
-        alerts.iter().filter(|a| a["labels"]["alertname"] == name).cloned().collect()
+        alerts
+            .iter()
+            .filter(|a| a["labels"]["alertname"] == name)
+            .cloned()
+            .collect()
     };
     eventually(PATIENCE, || async {
         let alerts = prom.alerts().await?;
@@ -177,8 +196,15 @@ async fn check_rules(prom: &Prometheus) -> anyhow::Result<()> {
         assert_eq!(reload[0]["labels"]["pod"], POD);
         assert_eq!(reload[0]["state"], "firing");
         // A 30-day certificate, millisecond answers: quiet.
-        for quiet in ["FerryCertificateExpiringSoon", "FerryCertificateExpiryImminent", "FerryRouteP99High"] {
-            assert!(active(&alerts, quiet).is_empty(), "{quiet} is active: {alerts:?}");
+        for quiet in [
+            "FerryCertificateExpiringSoon",
+            "FerryCertificateExpiryImminent",
+            "FerryRouteP99High",
+        ] {
+            assert!(
+                active(&alerts, quiet).is_empty(),
+                "{quiet} is active: {alerts:?}"
+            );
         }
         Ok(())
     })

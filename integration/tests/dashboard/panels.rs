@@ -35,8 +35,8 @@ pub struct Variable {
 /// `charts/ferry/dashboards/ferry.json`, parsed.
 pub fn load() -> anyhow::Result<Value> {
     let path = workspace::root().join("charts/ferry/dashboards/ferry.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
 }
 
@@ -210,20 +210,42 @@ fn the_dashboard_is_current_and_every_query_follows_the_variables() {
     }
 
     // Labels ferry puts on each metric that a variable selects on.
-    let has_route = ["ferry_requests_total", "ferry_request_duration_seconds", "ferry_proxy_overhead_seconds", "ferry_retries_total", "ferry_ratelimit_decisions_total", "ferry_concurrency"];
-    let has_model = ["ferry_requests_total", "ferry_proxy_overhead_seconds", "ferry_concurrency_in_flight", "ferry_concurrency_queue_depth"];
+    let has_route = [
+        "ferry_requests_total",
+        "ferry_request_duration_seconds",
+        "ferry_proxy_overhead_seconds",
+        "ferry_retries_total",
+        "ferry_ratelimit_decisions_total",
+        "ferry_concurrency",
+    ];
+    let has_model = [
+        "ferry_requests_total",
+        "ferry_proxy_overhead_seconds",
+        "ferry_concurrency_in_flight",
+        "ferry_concurrency_queue_depth",
+    ];
     let queries = queries(&dashboard);
     assert!(queries.len() >= 20, "{} queries", queries.len());
     for q in &queries {
         let found = selectors(&q.expr);
-        assert!(!found.is_empty(), "{}: no ferry metric in {}", q.panel, q.expr);
+        assert!(
+            !found.is_empty(),
+            "{}: no ferry metric in {}",
+            q.panel,
+            q.expr
+        );
         for (name, labels) in found {
             let what = format!("{}: {name} in {}", q.panel, q.expr);
-            assert!(labels.contains(r#"namespace=~"$namespace", pod=~"$pod""#), "{what}");
+            assert!(
+                labels.contains(r#"namespace=~"$namespace", pod=~"$pod""#),
+                "{what}"
+            );
             if has_route.iter().any(|m| name.starts_with(m)) {
                 assert!(labels.contains(r#"route=~"$route""#), "{what}");
             }
-            if has_model.iter().any(|m| name.starts_with(m)) && name != "ferry_concurrency_queue_seconds_bucket" {
+            if has_model.iter().any(|m| name.starts_with(m))
+                && name != "ferry_concurrency_queue_seconds_bucket"
+            {
                 assert!(labels.contains(r#"model=~"$model""#), "{what}");
             }
         }

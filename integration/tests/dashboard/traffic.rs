@@ -51,20 +51,29 @@ fn closed_port() -> anyhow::Result<SocketAddr> {
 }
 
 /// The config: see the module docs.
-fn config(certs: &std::path::Path, up: &[SocketAddr; 3], dead: SocketAddr, otlp: SocketAddr) -> Value {
+fn config(
+    certs: &std::path::Path,
+    up: &[SocketAddr; 3],
+    dead: SocketAddr,
+    otlp: SocketAddr,
+) -> Value {
     let file = |name: &str| certs.join(name).display().to_string();
     json!({
         "apiVersion": "ferry/v1",
         "admin": { "address": "127.0.0.1:0" },
         "identity": { "cert": file("tls.crt"), "key": file("tls.key"), "trust": [file("ca.crt")] },
         "tracing": {
-            "otlp": { "endpoint": format!("http://{otlp}"), "protocol": "grpc", "timeout": "200ms" },
+            "otlp": {
+                "endpoint": format!("http://{otlp}"), "protocol": "grpc", "timeout": "200ms",
+            },
             "sampling": { "ratio": 1.0 },
         },
         "listeners": [
             { "name": MAIN, "address": "127.0.0.1:0", "routes": [
                 { "name": "chat", "match": { "model": { "name": "llama" } }, "to": "llm",
-                  "rate_limit": [{ "name": "per-model", "requests": 100000, "per": "1s", "key": ["model"] }],
+                  "rate_limit": [
+                      { "name": "per-model", "requests": 100000, "per": "1s", "key": ["model"] },
+                  ],
                   "concurrency": { "max": 8, "queue": 16, "queue_timeout": "2s" } },
                 { "name": "embed", "match": { "model": { "name": "bge" } }, "to": "emb" },
                 { "name": "batch", "match": { "path": { "prefix": "/batch" } }, "to": "flaky",
@@ -101,15 +110,26 @@ impl Scene {
             .await?;
         server.write(certs.path(), "tls").await?;
         let client = ca
-            .issue(&Workload::spiffe("spiffe://cluster.local/ns/prep/sa/client"))
+            .issue(&Workload::spiffe(
+                "spiffe://cluster.local/ns/prep/sa/client",
+            ))
             .await?;
         // A caller whose certificate no CA of ferry's signed: refused at the handshake.
         let other = Ca::new("stranger CA")?;
         let stranger = other
             .issue(&Workload::spiffe("spiffe://cluster.local/ns/x/sa/y"))
             .await?;
-        let addrs = [upstreams[0].addr(), upstreams[1].addr(), upstreams[2].addr()];
-        let yaml = to_yaml(&config(certs.path(), &addrs, closed_port()?, closed_port()?));
+        let addrs = [
+            upstreams[0].addr(),
+            upstreams[1].addr(),
+            upstreams[2].addr(),
+        ];
+        let yaml = to_yaml(&config(
+            certs.path(),
+            &addrs,
+            closed_port()?,
+            closed_port()?,
+        ));
         let ferry = Ferry::start(&yaml).await?;
         Ok(Scene {
             ferry,
