@@ -2,8 +2,9 @@
 //! 200; `embed` serves `bge`, half of them 503), a `batch` route whose cluster has a dead
 //! endpoint (connect errors, retries, ejections), a rate limit and a concurrency limit on
 //! `chat`, a permissive mutual-TLS listener (handshakes, a refused stranger, plaintext callers),
-//! a workload certificate (its expiry), and tracing to a collector that is not there (dropped
-//! spans). A background loop keeps traffic flowing while Prometheus scrapes.
+//! a workload certificate (its expiry), tracing to a collector that is not there (dropped
+//! spans), and callers that open a connection and send nothing (closed by ferry). A
+//! background loop keeps traffic flowing while Prometheus scrapes.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use ferry_integration::client::{body_full, request};
 use ferry_integration::{Ca, Echo, Ferry, HttpClient, TlsClient, Workload, to_yaml};
 use http::Method;
 use serde_json::{Value, json};
+use tokio::io::AsyncReadExt as _;
 
 /// The data listener.
 pub const MAIN: &str = "main";
@@ -69,7 +71,10 @@ fn config(
             "sampling": { "ratio": 1.0 },
         },
         "listeners": [
-            { "name": MAIN, "address": "127.0.0.1:0", "routes": [
+            // A connection that never sends a request head is closed after a second: the
+            // "connections closed" panel has something to show.
+            { "name": MAIN, "address": "127.0.0.1:0",
+              "limits": { "request_headers_timeout": "1s" }, "routes": [
                 { "name": "chat", "match": { "model": { "name": "llama" } }, "to": "llm",
                   "rate_limit": [
                       { "name": "per-model", "requests": 100000, "per": "1s", "key": ["model"] },
@@ -166,6 +171,7 @@ impl Scene {
                 let _ = send(&http, main, "/v2/models/bge/ready", status).await;
                 let _ = http.get(main, &format!("/batch/{n}")).await;
                 if n % 10 == 0 {
+                    tokio::spawn(silent_connection(main));
                     let _ = tls.get(mesh, "/v2/models/bge/ready", &[]).await;
                     let _ = stranger.get(mesh, "/v2/models/bge/ready", &[]).await;
                     let _ = http.get(mesh, "/v2/models/bge/ready").await;
@@ -174,6 +180,14 @@ impl Scene {
             }
         });
         Ok(Load { stop, rounds, task })
+    }
+}
+
+/// Opens a connection, sends nothing, and waits (bounded) for ferry to close it.
+async fn silent_connection(addr: SocketAddr) {
+    if let Ok(mut conn) = tokio::net::TcpStream::connect(addr).await {
+        let mut buf = [0u8; 64];
+        let _ = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut buf)).await;
     }
 }
 
