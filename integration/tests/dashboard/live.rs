@@ -49,7 +49,16 @@ async fn every_panel_and_alert_returns_series_from_a_real_prometheus() -> anyhow
     };
     let prom = Prometheus::start(&[target], &[rules]).await?;
 
-    // A reload of a broken file: refused, counted, the old config keeps serving.
+    // A reload of a broken file: refused, counted, the old config keeps serving. Only after
+    // Prometheus has seen the counter at 0: a counter first scraped at 1 has no increase.
+    eventually(PATIENCE, || async {
+        let zero = prom
+            .query("ferry_config_reload_failures_total == 0")
+            .await?;
+        anyhow::ensure!(zero.len() == 1, "no scrape of the reload counter yet");
+        Ok(())
+    })
+    .await?;
     let dir = scene.ferry.config()?;
     dir.write("apiVersion: ferry/v1\nlisteners: not-a-list\n")
         .await?;

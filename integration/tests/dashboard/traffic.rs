@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -43,7 +43,6 @@ pub struct Scene {
 /// The background load; stops when dropped.
 pub struct Load {
     stop: Arc<AtomicBool>,
-    rounds: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -156,8 +155,7 @@ impl Scene {
         let (ca, cert, key) = &self.stranger;
         let stranger = TlsClient::new(ca, cert, key)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let rounds = Arc::new(AtomicU64::new(0));
-        let (stop2, rounds2) = (stop.clone(), rounds.clone());
+        let stop2 = stop.clone();
         let task = tokio::spawn(async move {
             let http = HttpClient::http1();
             let mut pace = tokio::time::interval(PACE);
@@ -176,10 +174,9 @@ impl Scene {
                     let _ = stranger.get(mesh, "/v2/models/bge/ready", &[]).await;
                     let _ = http.get(mesh, "/v2/models/bge/ready").await;
                 }
-                rounds2.fetch_add(1, Ordering::SeqCst);
             }
         });
-        Ok(Load { stop, rounds, task })
+        Ok(Load { stop, task })
     }
 }
 
@@ -200,13 +197,6 @@ async fn send(http: &HttpClient, addr: SocketAddr, path: &str, status: &str) -> 
 }
 
 // === impl Load ===
-
-impl Load {
-    /// Rounds sent so far.
-    pub fn rounds(&self) -> u64 {
-        self.rounds.load(Ordering::SeqCst)
-    }
-}
 
 impl Drop for Load {
     fn drop(&mut self) {
