@@ -165,10 +165,10 @@ impl Scene {
                 n += 1;
                 // Answers and errors alike are what the panels count; none is checked here.
                 let _ = http.get(main, "/v2/models/llama/ready").await;
-                let status = if n % 2 == 0 { "503" } else { "200" };
+                let status = if n.is_multiple_of(2) { "503" } else { "200" };
                 let _ = send(&http, main, "/v2/models/bge/ready", status).await;
                 let _ = http.get(main, &format!("/batch/{n}")).await;
-                if n % 10 == 0 {
+                if n.is_multiple_of(10) {
                     tokio::spawn(silent_connection(main));
                     let _ = tls.get(mesh, "/v2/models/bge/ready", &[]).await;
                     let _ = stranger.get(mesh, "/v2/models/bge/ready", &[]).await;
