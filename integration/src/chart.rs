@@ -74,6 +74,26 @@ impl Chart {
         ))
     }
 
+    /// `helm lint --strict` of the chart with raw helm flags: Err with helm's report when it
+    /// finds anything (strict turns warnings into failures).
+    pub async fn lint(&self, flags: &[&str]) -> anyhow::Result<()> {
+        let out = Command::new(self.peers.join("helm/helm"))
+            .args(["lint", "--strict"])
+            .arg(workspace::root().join("charts/ferry"))
+            .args(flags)
+            .kill_on_drop(true)
+            .output()
+            .await
+            .context("running helm")?;
+        anyhow::ensure!(
+            out.status.success(),
+            "helm lint --strict {flags:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(())
+    }
+
     /// `helm template` with one `--set` per entry of `sets`, parsed: Ok(documents) or
     /// Err(helm's stderr).
     pub async fn render(&self, sets: &[&str]) -> anyhow::Result<Result<Vec<Value>, String>> {

@@ -1,12 +1,13 @@
 //! ferry-integration: test support for ferry's end-to-end tests (`tests/e2e/`, mutual TLS in
 //! `tests/mtls/`, rate and concurrency limits in `tests/limits/`, malformed and abusive
 //! requests in `tests/bad_input/`, the tracing backend's self-test in `tests/phoenix/`, ferry's
-//! spans as that backend stores them in `tests/tracing/`). It builds and runs the real `ferry`
-//! binary on `127.0.0.1:0`, starts real upstreams (HTTP/1.1 + h2c echo, a gate that holds
-//! requests and counts its peak concurrency, a recorder that keeps what it received, SSE,
+//! spans as that backend stores them in `tests/tracing/`, the chart's Grafana dashboard and
+//! alert rules against a real Prometheus in `tests/dashboard/`). It builds and runs the real
+//! `ferry` binary on `127.0.0.1:0`, starts real upstreams (HTTP/1.1 + h2c echo, a gate that
+//! holds requests and counts its peak concurrency, a recorder that keeps what it received, SSE,
 //! upload sink, tonic gRPC), installs pinned third-party peers (curl and openssl from the
-//! image, Python grpcio, Arize Phoenix as the real OTLP tracing backend),
-//! makes throwaway certificates (rcgen), renders the Helm chart with the pinned helm
+//! image, Python grpcio, Arize Phoenix as the real OTLP tracing backend, Prometheus with
+//! promtool), makes throwaway certificates (rcgen), renders the Helm chart with the pinned helm
 //! ([`chart`]), and offers eventual assertions.
 //!
 //! This crate is test code, so it uses `anyhow` for errors, as the style guide allows for tests.
@@ -21,6 +22,7 @@ pub mod eventually;
 pub mod ferry;
 pub mod peers;
 pub mod phoenix;
+pub mod prometheus;
 pub mod redis;
 pub mod tls_client;
 pub mod upstream;

@@ -30,3 +30,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "ferry.sidecarImage" -}}
 {{- printf "%s:%s" .Values.sidecar.image.repository (default .Chart.AppVersion .Values.sidecar.image.tag) -}}
 {{- end -}}
+
+{{- /* Labels of the dashboard ConfigMap and the PrometheusRule: not the injector's objects. */ -}}
+{{- define "ferry.monitoringLabels" -}}
+app.kubernetes.io/name: ferry-monitoring
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}

@@ -1,6 +1,7 @@
 //! The chart's mesh route config through the real `ferry validate`: helm renders the chart with
 //! tracing off (the default) and on (`mesh.tracingEndpoint` with gRPC, and OTLP/HTTP with a
-//! non-default ratio and propagation, with and without workload certificates); every render's
+//! non-default ratio and propagation, with and without workload certificates, and with the
+//! Grafana dashboard ConfigMap and PrometheusRule on); every render's
 //! manifests pass `kubernetes-validate`, its `tracing` block says what the values asked, and
 //! each ConfigMap's `config.yaml` validates with the binary the sidecar runs. The config names
 //! the pod's certificate files (`/var/run/ferry`), which `ferry validate` reads, so they are
@@ -57,6 +58,11 @@ fn variants() -> [Variant; 4] {
                 r#"mesh.tracingPropagation=["b3multi","w3c"]"#,
                 "--set-json",
                 r#"mesh.meshedHosts=["triton.models:8000"]"#,
+                // The monitoring objects on: the mesh config and the manifests stay valid.
+                "--set",
+                "grafana.dashboard.enabled=true",
+                "--set",
+                "prometheusRule.enabled=true",
             ],
             tracing: Some(json!({
                 "otlp": { "protocol": "http" },
@@ -114,7 +120,11 @@ async fn the_mesh_config_validates_with_tracing_off_and_on() -> anyhow::Result<(
             .iter()
             .find_map(|a| a.strip_prefix("--tracing-endpoint="));
         assert_eq!(given, v.endpoint, "{}: injector args {args:?}", v.name);
-        let maps = of_kind(&docs, "ConfigMap");
+        // The dashboard's ConfigMap (`grafana_dashboard: "1"`) carries no route config.
+        let maps: Vec<&Value> = of_kind(&docs, "ConfigMap")
+            .into_iter()
+            .filter(|cm| cm["metadata"]["labels"]["grafana_dashboard"] != "1")
+            .collect();
         anyhow::ensure!(!maps.is_empty(), "{}: no mesh ConfigMap", v.name);
         for (i, cm) in maps.into_iter().enumerate() {
             let text = cm["data"]["config.yaml"]
