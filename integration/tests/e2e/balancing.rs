@@ -1,7 +1,7 @@
 //! Weighted splits across clusters, and retries plus outlier ejection when an endpoint dies.
 
 use ferry_integration::client::{body_full, request};
-use ferry_integration::{Admin, Echo, EchoReport, HttpClient};
+use ferry_integration::{Admin, Echo, EchoReport, Ferry, HttpClient};
 use futures_util::StreamExt as _;
 use http::Method;
 use serde_json::json;
@@ -183,6 +183,24 @@ async fn dies_on_every_request() -> anyhow::Result<(
     Ok((addr, heads))
 }
 
+/// ferry over a good replica and one that dies on every request (round robin, no ejection, so
+/// the dying one keeps getting its share), with route `all`'s retry policy `retry`.
+async fn good_and_dying(
+    retry: serde_json::Value,
+) -> anyhow::Result<(Echo, std::sync::Arc<std::sync::atomic::AtomicUsize>, Ferry)> {
+    let good = Echo::start("good").await?;
+    let (bad, heads) = dies_on_every_request().await?;
+    let mut pool = cluster("pool", &[good.addr(), bad]);
+    pool["lb"] = json!("round-robin");
+    pool["outlier"] = json!({ "enabled": false });
+    let cfg = config(
+        json!([{ "name": "all", "to": "pool", "retry": retry }]),
+        json!([pool]),
+    );
+    let ferry = start(&cfg).await?;
+    Ok((good, heads, ferry))
+}
+
 /// Issue 20: a request the upstream took and then died on, before any answer byte, is sent to
 /// the other replica when resending is safe (GET), and counted as a `reset` retry; a POST is
 /// not resent (it may have been processed) and gets the 503.
@@ -190,17 +208,8 @@ async fn dies_on_every_request() -> anyhow::Result<(
 async fn an_idempotent_request_reset_before_any_answer_goes_to_the_other_replica()
 -> anyhow::Result<()> {
     use std::sync::atomic::Ordering;
-    let good = Echo::start("good").await?;
-    let (bad, heads) = dies_on_every_request().await?;
-    let mut pool = cluster("pool", &[good.addr(), bad]);
-    pool["lb"] = json!("round-robin");
-    pool["outlier"] = json!({ "enabled": false });
     // The route's default retry policy: connect-failure and unavailable.
-    let cfg = config(
-        json!([{ "name": "all", "to": "pool", "retry": {} }]),
-        json!([pool]),
-    );
-    let ferry = start(&cfg).await?;
+    let (_good, heads, ferry) = good_and_dying(json!({})).await?;
     let addr = ferry.listener(LISTENER)?;
     let admin = Admin::new(ferry.admin());
     let client = HttpClient::http1();
@@ -249,17 +258,8 @@ async fn an_idempotent_request_reset_before_any_answer_goes_to_the_other_replica
 #[tokio::test]
 async fn the_reset_trigger_resends_a_post_reset_before_any_answer() -> anyhow::Result<()> {
     use std::sync::atomic::Ordering;
-    let good = Echo::start("good").await?;
-    let (bad, heads) = dies_on_every_request().await?;
-    let mut pool = cluster("pool", &[good.addr(), bad]);
-    pool["lb"] = json!("round-robin");
-    pool["outlier"] = json!({ "enabled": false });
-    let cfg = config(
-        json!([{ "name": "all", "to": "pool",
-                 "retry": { "on": ["connect-failure", "unavailable", "reset"] } }]),
-        json!([pool]),
-    );
-    let ferry = start(&cfg).await?;
+    let retry = json!({ "on": ["connect-failure", "unavailable", "reset"] });
+    let (_good, heads, ferry) = good_and_dying(retry).await?;
     let addr = ferry.listener(LISTENER)?;
     let admin = Admin::new(ferry.admin());
     let client = HttpClient::http1();
