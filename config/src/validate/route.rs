@@ -100,6 +100,7 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str], has_red
     Route {
         rate_limit: rate_limits(ctx, &format!("{path}.rate_limit"), &r.rate_limit, facts),
         concurrency: concurrency(ctx, &format!("{path}.concurrency"), r.concurrency.as_ref()),
+        access_log: r.access_log.unwrap_or(true),
         name: r.name.0.clone(),
         matcher,
         // A stand-in when invalid: the errors already recorded stop this config being used.
