@@ -49,7 +49,10 @@ pub(crate) fn finish(parts: Parts) -> Config {
         effective.insert("tracing".into(), tracing::tracing(t));
     }
     if !parts.access_log.is_empty() {
-        effective.insert("access_log".into(), access_log::access_log(&parts.access_log));
+        effective.insert(
+            "access_log".into(),
+            access_log::access_log(&parts.access_log),
+        );
     }
     effective.insert(
         "listeners".into(),

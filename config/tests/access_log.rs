@@ -119,7 +119,9 @@ access_log:
 "#;
     assert_eq!(
         errors(text),
-        vec![r#"routes.yaml:9:13: access_log[2].format: unknown value "xml" (expected json or text)"#]
+        vec![
+            r#"routes.yaml:9:13: access_log[2].format: unknown value "xml" (expected json or text)"#
+        ]
     );
     let text = text.replace("    format: xml\n", "");
     assert_eq!(

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arc_swap::ArcSwap;
 use tokio::sync::mpsc;
 
-use crate::access_log::AccessRecord;
+use crate::access_log::{AccessLogs, AccessRecord};
 use crate::limits::LimitStates;
 use crate::metrics::Metrics;
 use crate::state::RouteStates;
@@ -25,8 +25,10 @@ pub struct Shared {
     pub routes: RouteStates,
     /// Set when SIGTERM starts draining: `/ready` answers 503.
     draining: AtomicBool,
-    /// Optional access-record sink.
+    /// `ferry demo`'s access-record channel, beside the config's sinks.
     pub access_log: Option<mpsc::Sender<AccessRecord>>,
+    /// The access-log writers, kept across reloads.
+    pub access_logs: Arc<AccessLogs>,
     /// The workload identity new TLS handshakes use.
     pub identity: Arc<IdentityStore>,
     /// Rate-limit buckets and concurrency slots, kept across reloads.
@@ -47,6 +49,7 @@ impl Shared {
         identity: Arc<IdentityStore>,
         limits: Arc<LimitStates>,
         traces: Arc<Traces>,
+        access_logs: Arc<AccessLogs>,
     ) -> Arc<Self> {
         Arc::new(Self {
             table: ArcSwap::from_pointee(table),
@@ -57,6 +60,7 @@ impl Shared {
             identity,
             limits,
             traces,
+            access_logs,
         })
     }
 

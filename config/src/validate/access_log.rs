@@ -80,7 +80,6 @@ fn path(ctx: &mut Ctx<'_>, at: &str, text: &str) -> Option<PathBuf> {
 
 /// The tracing ratio's rules, in the words of this field.
 fn sample(text: &str) -> Result<f64, String> {
-    parse_ratio(text).map_err(|_| {
-        format!("invalid sample {text:?} (expected a number from 0 to 1, e.g. 0.1)")
-    })
+    parse_ratio(text)
+        .map_err(|_| format!("invalid sample {text:?} (expected a number from 0 to 1, e.g. 0.1)"))
 }

@@ -139,6 +139,7 @@ impl Stack {
                 identity,
                 limits,
                 Default::default(),
+                Default::default(),
             ),
             transport,
             seen,

@@ -1,0 +1,250 @@
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use ferry_config::{AccessLogFormat, FieldLocation};
+use serde_json::{Value, json};
+
+use super::format::date_of;
+use super::*;
+
+fn record() -> AccessRecord {
+    AccessRecord {
+        // 2026-12-05T07:30:00.123Z
+        start: UNIX_EPOCH + Duration::from_millis(1_796_455_800_123),
+        listener: "inbound".into(),
+        route: Some("infer".into()),
+        model: Some("resnet \"50\"\n".into()),
+        model_version: None,
+        cluster: Some("local".into()),
+        endpoint: Some("127.0.0.1:8080".parse().unwrap()),
+        protocol: http::Version::HTTP_2,
+        method: http::Method::POST,
+        authority: Some("models.local".into()),
+        path: "/inference.GRPCInferenceService/ModelInfer".into(),
+        grpc: Some(("inference.GRPCInferenceService".into(), "ModelInfer".into())),
+        status: 200,
+        grpc_status: Some(0),
+        translate: None,
+        bytes_in: 12,
+        bytes_out: 34,
+        duration: Duration::from_micros(1500),
+        total: Duration::from_micros(2250),
+        upstream_duration: Some(Duration::from_micros(1200)),
+        ferry_duration: Duration::from_micros(300),
+        attempts: 1,
+        failure: None,
+        request_id: Some("r-1".into()),
+        peer_identity: None,
+        trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
+        span_id: None,
+    }
+}
+
+fn json(r: &AccessRecord) -> Value {
+    let mut out = Vec::new();
+    json_line(&mut out, r);
+    assert_eq!(out.last(), Some(&b'\n'));
+    assert_eq!(out.iter().filter(|b| **b == b'\n').count(), 1, "one line");
+    serde_json::from_slice(&out).unwrap()
+}
+
+#[test]
+fn json_lines_carry_every_known_fact_and_omit_the_rest() {
+    assert_eq!(
+        json(&record()),
+        json!({
+            "ts": "2026-12-05T07:30:00.123Z",
+            "listener": "inbound", "route": "infer", "cluster": "local",
+            "endpoint": "127.0.0.1:8080", "protocol": "HTTP/2", "method": "POST",
+            "authority": "models.local", "path": "/inference.GRPCInferenceService/ModelInfer",
+            "grpc_service": "inference.GRPCInferenceService", "grpc_method": "ModelInfer",
+            "status": 200, "grpc_status": 0, "model": "resnet \"50\"\n",
+            "bytes_in": 12, "bytes_out": 34, "duration_ms": 2.25, "upstream_ms": 1.2,
+            "ferry_ms": 0.3, "ttfb_ms": 1.5, "attempts": 1, "request_id": "r-1",
+            "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+        })
+    );
+}
+
+#[test]
+fn json_escapes_control_characters() {
+    let mut r = record();
+    r.model = Some("a\u{1}b\\c\u{7f}é".into());
+    assert_eq!(json(&r)["model"], "a\u{1}b\\c\u{7f}é");
+}
+
+#[test]
+fn text_lines_have_a_fixed_field_count_and_dashes_for_absent_facts() {
+    let mut out = Vec::new();
+    text_line(&mut out, &record());
+    let line = String::from_utf8(out).unwrap();
+    assert_eq!(
+        line,
+        "2026-12-05T07:30:00.123Z inbound infer \"POST /inference.GRPCInferenceService/ModelInfer HTTP/2\" \
+         200 0 12 34 2.250 1.200 0.300 1.500 1 - local 127.0.0.1:8080 models.local \
+         resnet\\x20\\x2250\\x22\\x0a - inference.GRPCInferenceService/ModelInfer - r-1 \
+         4bf92f3577b34da6a3ce929d0e0e4736 - -\n"
+    );
+    // 25 documented fields; the quoted request counts as one and holds three words.
+    assert_eq!(line.split_whitespace().count(), 25 + 2);
+}
+
+#[test]
+fn dates_are_proleptic_gregorian() {
+    assert_eq!(date_of(0), (1970, 1, 1));
+    assert_eq!(date_of(59), (1970, 3, 1));
+    assert_eq!(date_of(11_016), (2000, 2, 29));
+    assert_eq!(date_of(20_792), (2026, 12, 5));
+    assert_eq!(date_of(-1), (1969, 12, 31));
+}
+
+#[test]
+fn errors_are_those_with_a_failing_status_or_ferrys_answer() {
+    let mut r = record();
+    assert!(!r.is_error());
+    r.grpc_status = Some(14);
+    assert!(r.is_error());
+    let mut r = record();
+    r.status = 404;
+    assert!(r.is_error());
+    let mut r = record();
+    r.failure = Some("timeout");
+    assert!(r.is_error());
+}
+
+fn sink(path: &Path, sample: f64, slower_than: Option<Duration>) -> ferry_config::AccessLog {
+    ferry_config::AccessLog {
+        path: path.to_path_buf(),
+        path_at: FieldLocation {
+            file: "routes.yaml".into(),
+            line: 3,
+            col: 11,
+            path: "access_log[0].path".into(),
+        },
+        format: AccessLogFormat::Json,
+        sample,
+        slower_than,
+    }
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Polls until `f` holds (the writer runs on its own tick).
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::park_timeout(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sample_zero_keeps_only_errors_and_slow_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.log");
+    let metrics = Metrics::new();
+    let logs = AccessLogs::default();
+    let log = logs
+        .for_config(
+            &[sink(&path, 0.0, Some(Duration::from_secs(1)))],
+            None,
+            &metrics,
+        )
+        .unwrap()
+        .unwrap();
+    let mut slow = record();
+    slow.request_id = Some("slow".into());
+    slow.total = Duration::from_secs(2);
+    let mut failed = record();
+    failed.request_id = Some("failed".into());
+    failed.status = 503;
+    for r in [record(), slow, record(), failed] {
+        log.submit(r);
+    }
+    eventually("two lines", || lines(&path).len() == 2);
+    let ids: Vec<Value> = lines(&path)
+        .iter()
+        .map(|l| l["request_id"].clone())
+        .collect();
+    assert_eq!(ids, vec![json!("slow"), json!("failed")]);
+}
+
+#[test]
+fn a_rotated_file_is_reopened_and_a_reload_reuses_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.log");
+    let metrics = Metrics::new();
+    let logs = AccessLogs::default();
+    let first = logs
+        .for_config(&[sink(&path, 1.0, None)], None, &metrics)
+        .unwrap()
+        .unwrap();
+    first.submit(record());
+    eventually("the first line", || lines(&path).len() == 1);
+    std::fs::rename(&path, dir.path().join("a.log.1")).unwrap();
+    // A reload keeps the same writer (and so the same queue and file handle).
+    let second = logs
+        .for_config(&[sink(&path, 1.0, None)], None, &metrics)
+        .unwrap()
+        .unwrap();
+    assert!(Arc::ptr_eq(&first.sinks[0].writer, &second.sinks[0].writer));
+    drop(first);
+    // Within a second of the rename the writer notices the path names no file and reopens.
+    eventually("a line in the new file", || {
+        second.submit(record());
+        std::thread::park_timeout(Duration::from_millis(100));
+        !lines(&path).is_empty()
+    });
+    assert!(!lines(&dir.path().join("a.log.1")).is_empty());
+}
+
+#[test]
+fn a_failing_file_counts_its_lines_as_dropped() {
+    let metrics = Metrics::new();
+    let logs = AccessLogs::default();
+    let full = Path::new("/dev/full");
+    let log = logs
+        .for_config(&[sink(full, 1.0, None)], None, &metrics)
+        .unwrap()
+        .unwrap();
+    log.submit(record());
+    let dropped = metrics
+        .access_log_dropped
+        .get_or_create(&crate::metrics::AccessLogDropLabels {
+            path: crate::metrics::Name("/dev/full".into()),
+            reason: "write_failed",
+        })
+        .clone();
+    eventually("a dropped line", || dropped.get() == 1);
+}
+
+#[test]
+fn unwritable_sinks_are_config_errors_at_their_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ferry_config::parse("routes.yaml", "apiVersion: ferry/v1\n").unwrap();
+    config.access_log = vec![
+        sink(&dir.path().join("ok.log"), 1.0, None),
+        sink(&dir.path().join("missing/a.log"), 1.0, None),
+    ];
+    let errors = check(&config).unwrap_err().to_string();
+    let missing = dir.path().join("missing");
+    assert!(
+        errors.starts_with(&format!(
+            "routes.yaml:3:11: access_log[0].path: directory {} cannot be used: No such file",
+            missing.display()
+        )),
+        "{errors}"
+    );
+    assert_eq!(errors.lines().count(), 1, "{errors}");
+    assert!(
+        !dir.path().join("ok.log").exists(),
+        "the check leaves no file"
+    );
+}

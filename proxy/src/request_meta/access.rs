@@ -1,0 +1,197 @@
+//! The access record of one request, in two steps: what the request said, copied when it
+//! arrives ([`Seen`], only when the listener has an access log), and the record built when the
+//! response headers are ready ([`Pending`]), finished by the response body's end (bytes sent,
+//! the trailers' gRPC status, total time) and then submitted.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use ferry_filters::failure::Rendered;
+use http::{HeaderMap, Request, Response};
+
+use super::{Forwarded, Outcome};
+use crate::access_log::{AccessLog, AccessRecord};
+use crate::body::ProxyBody;
+use crate::headers::X_REQUEST_ID;
+
+/// What the record needs from the request, copied before the request moves on.
+#[derive(Debug)]
+pub(super) struct Seen {
+    protocol: http::Version,
+    method: http::Method,
+    authority: Option<String>,
+    path: String,
+    grpc: Option<(String, String)>,
+    request_id: Option<String>,
+    peer_identity: Option<Arc<str>>,
+}
+
+/// A record waiting for its response body to end.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    record: AccessRecord,
+    started: Instant,
+    log: Arc<AccessLog>,
+}
+
+// === impl Seen ===
+
+impl Seen {
+    pub(super) fn of<B>(req: &Request<B>) -> Self {
+        let path = req.uri().path();
+        let authority = req
+            .uri()
+            .authority()
+            .map(|a| a.as_str().to_owned())
+            .or_else(|| {
+                let host = req.headers().get(http::header::HOST)?;
+                host.to_str().ok().map(str::to_owned)
+            });
+        Seen {
+            protocol: req.version(),
+            method: req.method().clone(),
+            authority,
+            path: path.to_owned(),
+            grpc: ferry_filters::failure::is_grpc(req.headers())
+                .then(|| grpc_parts(path))
+                .flatten(),
+            request_id: req
+                .headers()
+                .get(&X_REQUEST_ID)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            peer_identity: ferry_filters::connection::Connection::of(req)
+                .and_then(|c| c.identity.as_ref())
+                .map(|i| i.0.clone()),
+        }
+    }
+}
+
+/// `/pkg.Service/Method` → (`pkg.Service`, `Method`).
+fn grpc_parts(path: &str) -> Option<(String, String)> {
+    let (service, method) = path.strip_prefix('/')?.split_once('/')?;
+    (!service.is_empty() && !method.is_empty() && !method.contains('/'))
+        .then(|| (service.to_owned(), method.to_owned()))
+}
+
+// === impl Pending ===
+
+impl Pending {
+    /// The record of a request whose response headers are ready now (`ttfb` after start).
+    pub(super) fn new(
+        log: Arc<AccessLog>,
+        listener: Arc<str>,
+        seen: Seen,
+        outcome: &Outcome,
+        forwarded: Option<&Forwarded>,
+        resp: &Response<ProxyBody>,
+        ttfb: Duration,
+    ) -> Self {
+        let route = outcome.route.get();
+        let (model, model_version) = match outcome.model.get() {
+            Some(m) => (Some(m.name.clone()), m.version.clone()),
+            None => (None, None),
+        };
+        // Ferry's share: before the last attempt left, and after its answer came back.
+        let ferry_duration = match forwarded {
+            Some(f) => {
+                f.sent.saturating_duration_since(outcome.started)
+                    + Instant::now().saturating_duration_since(f.answered)
+            }
+            None => ttfb,
+        };
+        let record = AccessRecord {
+            start: SystemTime::now()
+                .checked_sub(outcome.started.elapsed())
+                .unwrap_or_else(SystemTime::now),
+            listener,
+            route: route.map(|r| r.name.clone()),
+            model,
+            model_version,
+            cluster: forwarded.map(|f| f.cluster.clone()),
+            endpoint: forwarded.map(|f| f.endpoint),
+            protocol: seen.protocol,
+            method: seen.method,
+            authority: seen.authority,
+            path: seen.path,
+            grpc: seen.grpc,
+            status: resp.status().as_u16(),
+            grpc_status: grpc_status(resp.headers()),
+            translate: route
+                .and_then(|r| r.config.translate.as_ref())
+                .map(|t| match t.direction {
+                    ferry_config::TranslateDirection::RestToGrpc => "rest->grpc",
+                    ferry_config::TranslateDirection::GrpcToRest => "grpc->rest",
+                }),
+            bytes_in: 0,
+            bytes_out: 0,
+            duration: ttfb,
+            total: ttfb,
+            upstream_duration: forwarded.map(|f| f.upstream_duration),
+            ferry_duration,
+            attempts: forwarded.map_or(0, |f| f.attempts),
+            failure: resp.extensions().get::<Rendered>().map(|r| r.0),
+            request_id: seen.request_id,
+            peer_identity: seen.peer_identity,
+            trace_id: outcome.trace().map(|t| t.to_hex()),
+            span_id: outcome.span.get().map(|s| s.to_hex()),
+        };
+        Pending {
+            record,
+            started: outcome.started,
+            log,
+        }
+    }
+
+    /// The trailers' gRPC status (a streamed gRPC answer's real outcome).
+    pub(crate) fn trailers(&mut self, trailers: &HeaderMap) {
+        if let Some(code) = grpc_status(trailers) {
+            self.record.grpc_status = Some(code);
+        }
+    }
+
+    /// Completes the record with what the bodies carried and submits it.
+    pub(crate) fn finish(mut self, bytes_in: u64, bytes_out: u64) {
+        self.record.bytes_in = bytes_in;
+        self.record.bytes_out = bytes_out;
+        self.record.total = self.started.elapsed();
+        self.log.submit(self.record);
+    }
+}
+
+// === impl Outcome ===
+
+impl Outcome {
+    /// Notes the answer's trailers (their `grpc-status`) for the access record.
+    pub fn observe_trailers(&self, trailers: &http::HeaderMap) {
+        if let Ok(mut slot) = self.access.lock()
+            && let Some(line) = slot.as_mut()
+        {
+            line.trailers(trailers);
+        }
+    }
+
+    pub(super) fn take_access(&self) -> Option<Box<Pending>> {
+        self.access.lock().ok().and_then(|mut slot| slot.take())
+    }
+}
+
+impl Drop for Outcome {
+    /// A stack served without the connection's body wrapper (tests, `ferry demo`'s in-memory
+    /// transport) still writes its record, with the request bytes counted so far.
+    fn drop(&mut self) {
+        if let Some(line) = self.take_access() {
+            let request = self
+                .request_bytes
+                .load(std::sync::atomic::Ordering::Relaxed);
+            line.finish(request, 0);
+        }
+    }
+}
+
+fn grpc_status(headers: &HeaderMap) -> Option<u32> {
+    headers
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+}
