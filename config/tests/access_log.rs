@@ -152,3 +152,23 @@ fn an_empty_list_and_a_non_boolean_route_flag_are_refused() {
         ]
     );
 }
+
+#[test]
+fn the_shipped_example_logs_everything_but_health_checks() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/access-log.yaml");
+    let config = ferry_config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let sinks: Vec<(&str, AccessLogFormat, f64)> = config
+        .access_log
+        .iter()
+        .map(|s| (s.path.to_str().unwrap(), s.format, s.sample))
+        .collect();
+    assert_eq!(sinks, vec![("/dev/stdout", AccessLogFormat::Json, 1.0)]);
+    let silenced: Vec<&str> = config
+        .listeners
+        .iter()
+        .flat_map(|l| &l.routes)
+        .filter(|r| !r.access_log)
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(silenced, vec!["health"]);
+}
