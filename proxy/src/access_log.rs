@@ -119,6 +119,7 @@ struct SinkRef {
 pub struct AccessLogs {
     writers: Mutex<HashMap<(PathBuf, AccessLogFormat), Weak<Sink>>>,
     reopen: Arc<AtomicU64>,
+    demo: Option<mpsc::Sender<AccessRecord>>,
 }
 
 /// A writer thread could not be started.
@@ -184,15 +185,22 @@ impl SinkRef {
 // === impl AccessLogs ===
 
 impl AccessLogs {
+    /// No writer yet; every config's records also go to `demo` when given (`ferry demo`).
+    pub fn new(demo: Option<mpsc::Sender<AccessRecord>>) -> Self {
+        AccessLogs {
+            demo,
+            ..AccessLogs::default()
+        }
+    }
+
     /// The sinks of a config (`None` when it has none and there is no demo channel), reusing
     /// the writer of a path already being written in the same format.
     pub fn for_config(
         &self,
         sinks: &[ferry_config::AccessLog],
-        demo: Option<&mpsc::Sender<AccessRecord>>,
         metrics: &Metrics,
     ) -> Result<Option<Arc<AccessLog>>, AccessLogError> {
-        if sinks.is_empty() && demo.is_none() {
+        if sinks.is_empty() && self.demo.is_none() {
             return Ok(None);
         }
         let mut writers = match self.writers.lock() {
@@ -223,7 +231,7 @@ impl AccessLogs {
             });
         }
         Ok(Some(Arc::new(AccessLog {
-            demo: demo.cloned(),
+            demo: self.demo.clone(),
             sinks: out,
         })))
     }

@@ -118,10 +118,9 @@ impl Proxy {
         tokio::spawn(crate::limits::reap(Arc::downgrade(&limits)));
         let traces = Arc::new(Traces::default());
         let tracing = traces.for_config(config.tracing.as_ref(), &metrics)?;
-        let access_logs = Arc::new(AccessLogs::default());
+        let access_logs = Arc::new(AccessLogs::new(opts.access_log));
         access_logs.reopen_on_sigusr1();
-        let access_log =
-            access_logs.for_config(&config.access_log, opts.access_log.as_ref(), &metrics)?;
+        let access_log = access_logs.for_config(&config.access_log, &metrics)?;
         let cx = stack::Context {
             metrics: &metrics,
             states: &states,
@@ -137,11 +136,10 @@ impl Proxy {
             table,
             metrics,
             states,
-            opts.access_log,
+            access_logs,
             identity,
             limits,
             traces,
-            access_logs,
         );
         let mut handles = HashMap::new();
         let listeners = shared.table.load().config.listeners.clone();
@@ -306,11 +304,10 @@ impl Inner {
             .shared
             .traces
             .for_config(config.tracing.as_ref(), &self.shared.metrics)?;
-        let access_log = self.shared.access_logs.for_config(
-            &config.access_log,
-            self.shared.access_log.as_ref(),
-            &self.shared.metrics,
-        )?;
+        let access_log = self
+            .shared
+            .access_logs
+            .for_config(&config.access_log, &self.shared.metrics)?;
         let cx = stack::Context {
             metrics: &self.shared.metrics,
             states: &self.shared.routes,

@@ -3,16 +3,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use arc_swap::ArcSwap;
-use tokio::sync::mpsc;
-
-use crate::access_log::{AccessLogs, AccessRecord};
+use crate::access_log::AccessLogs;
 use crate::limits::LimitStates;
 use crate::metrics::Metrics;
 use crate::state::RouteStates;
 use crate::table::Table;
 use crate::tls::IdentityStore;
 use crate::traces::Traces;
+use arc_swap::ArcSwap;
 
 /// Shared state.
 #[derive(Debug)]
@@ -25,9 +23,7 @@ pub struct Shared {
     pub routes: RouteStates,
     /// Set when SIGTERM starts draining: `/ready` answers 503.
     draining: AtomicBool,
-    /// `ferry demo`'s access-record channel, beside the config's sinks.
-    pub access_log: Option<mpsc::Sender<AccessRecord>>,
-    /// The access-log writers, kept across reloads.
+    /// The access-log writers (kept across reloads) and `ferry demo`'s record channel.
     pub access_logs: Arc<AccessLogs>,
     /// The workload identity new TLS handshakes use.
     pub identity: Arc<IdentityStore>,
@@ -45,18 +41,16 @@ impl Shared {
         table: Table,
         metrics: Arc<Metrics>,
         routes: RouteStates,
-        access_log: Option<mpsc::Sender<AccessRecord>>,
+        access_logs: Arc<AccessLogs>,
         identity: Arc<IdentityStore>,
         limits: Arc<LimitStates>,
         traces: Arc<Traces>,
-        access_logs: Arc<AccessLogs>,
     ) -> Arc<Self> {
         Arc::new(Self {
             table: ArcSwap::from_pointee(table),
             metrics,
             routes,
             draining: AtomicBool::new(false),
-            access_log,
             identity,
             limits,
             traces,

@@ -139,7 +139,7 @@ async fn load_as_the_proxy_does(path: &Path) -> Vec<PathBuf> {
     ferry_proxy::access_log::check(&config).unwrap_or_else(|e| panic!("{shown}:\n{e}"));
     let access_logs = ferry_proxy::access_log::AccessLogs::default();
     let access_log = access_logs
-        .for_config(&config.access_log, None, &metrics)
+        .for_config(&config.access_log, &metrics)
         .unwrap_or_else(|e| panic!("{shown}: {e}"));
     let cx = ferry_proxy::stack::Context {
         metrics: &metrics,

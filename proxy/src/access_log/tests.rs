@@ -152,11 +152,7 @@ fn sample_zero_keeps_only_errors_and_slow_answers() {
     let metrics = Metrics::new();
     let logs = AccessLogs::default();
     let log = logs
-        .for_config(
-            &[sink(&path, 0.0, Some(Duration::from_secs(1)))],
-            None,
-            &metrics,
-        )
+        .for_config(&[sink(&path, 0.0, Some(Duration::from_secs(1)))], &metrics)
         .unwrap()
         .unwrap();
     let mut slow = record();
@@ -183,7 +179,7 @@ fn a_rotated_file_is_reopened_and_a_reload_reuses_the_writer() {
     let metrics = Metrics::new();
     let logs = AccessLogs::default();
     let first = logs
-        .for_config(&[sink(&path, 1.0, None)], None, &metrics)
+        .for_config(&[sink(&path, 1.0, None)], &metrics)
         .unwrap()
         .unwrap();
     first.submit(record());
@@ -191,7 +187,7 @@ fn a_rotated_file_is_reopened_and_a_reload_reuses_the_writer() {
     std::fs::rename(&path, dir.path().join("a.log.1")).unwrap();
     // A reload keeps the same writer (and so the same queue and file handle).
     let second = logs
-        .for_config(&[sink(&path, 1.0, None)], None, &metrics)
+        .for_config(&[sink(&path, 1.0, None)], &metrics)
         .unwrap()
         .unwrap();
     assert!(Arc::ptr_eq(&first.sinks[0].writer, &second.sinks[0].writer));
@@ -211,7 +207,7 @@ fn a_failing_file_counts_its_lines_as_dropped() {
     let logs = AccessLogs::default();
     let full = Path::new("/dev/full");
     let log = logs
-        .for_config(&[sink(full, 1.0, None)], None, &metrics)
+        .for_config(&[sink(full, 1.0, None)], &metrics)
         .unwrap()
         .unwrap();
     log.submit(record());
