@@ -40,6 +40,9 @@ pub struct Outcome {
     request_bytes: std::sync::atomic::AtomicU64,
     /// The access record waiting for the response body to end; only with an access log.
     access: Mutex<Option<Box<PendingLine>>>,
+    /// Whether `access` was filled: without an access log, finishing a request reads this
+    /// flag and takes no lock.
+    has_access: std::sync::atomic::AtomicBool,
 }
 
 /// Where a request went.
@@ -101,6 +104,7 @@ impl Outcome {
             span: OnceLock::new(),
             request_bytes: std::sync::atomic::AtomicU64::new(0),
             access: Mutex::new(None),
+            has_access: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -376,6 +380,9 @@ impl Recorder {
         );
         if let Ok(mut slot) = outcome.access.lock() {
             *slot = Some(Box::new(line));
+            outcome
+                .has_access
+                .store(true, std::sync::atomic::Ordering::Release);
         }
     }
 }

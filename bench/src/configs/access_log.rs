@@ -48,7 +48,10 @@ mod tests {
         let dir = Path::new("/tmp/x");
         let off = render_access_log(Kind::Ferry, ports, dir, false).unwrap();
         let on = render_access_log(Kind::Ferry, ports, dir, true).unwrap();
-        assert!(!off.contains("access_log:") && !off.contains("access.log"), "{off}");
+        assert!(
+            !off.contains("access_log:") && !off.contains("access.log"),
+            "{off}"
+        );
         assert!(on.contains("access_log:") && on.contains("path: \"/tmp/x/access.log\""));
         let config = |text: &str| ferry_config::parse("bench.yaml", text).unwrap();
         let (off, on) = (config(&off), config(&on));

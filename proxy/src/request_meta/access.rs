@@ -4,6 +4,7 @@
 //! the trailers' gRPC status, total time) and then submitted.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use ferry_filters::failure::Rendered;
@@ -164,6 +165,9 @@ impl Pending {
 impl Outcome {
     /// Notes the answer's trailers (their `grpc-status`) for the access record.
     pub fn observe_trailers(&self, trailers: &http::HeaderMap) {
+        if !self.has_access.load(Ordering::Acquire) {
+            return;
+        }
         if let Ok(mut slot) = self.access.lock()
             && let Some(line) = slot.as_mut()
         {
@@ -172,6 +176,9 @@ impl Outcome {
     }
 
     pub(super) fn take_access(&self) -> Option<Box<Pending>> {
+        if !self.has_access.load(Ordering::Acquire) {
+            return None;
+        }
         self.access.lock().ok().and_then(|mut slot| slot.take())
     }
 }
@@ -180,7 +187,12 @@ impl Drop for Outcome {
     /// A stack served without the connection's body wrapper (tests, `ferry demo`'s in-memory
     /// transport) still writes its record, with the request bytes counted so far.
     fn drop(&mut self) {
-        if let Some(line) = self.take_access() {
+        // `&mut self`: nobody else can hold the lock.
+        let slot = match self.access.get_mut() {
+            Ok(slot) => slot.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(line) = slot {
             let request = self
                 .request_bytes
                 .load(std::sync::atomic::Ordering::Relaxed);
