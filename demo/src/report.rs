@@ -16,7 +16,7 @@ pub fn pair(exchanges: &[Exchange], mut records: Vec<AccessRecord>) -> Vec<Optio
         .map(|e| {
             let i = records
                 .iter()
-                .position(|r| r.method == e.method && r.path == e.path)?;
+                .position(|r| r.method == e.method && r.path() == e.path)?;
             Some(records.remove(i))
         })
         .collect()
@@ -67,7 +67,7 @@ pub fn record_line(r: &AccessRecord) -> String {
     format!(
         "{} {} {}  status={}  in ferry {} (upstream {})",
         r.method,
-        r.path,
+        r.path(),
         matched(r),
         r.status,
         ms(r.duration),

@@ -13,11 +13,10 @@
 //! Writer threads are kept across reloads by path and format.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use ferry_config::AccessLogFormat;
 use tokio::sync::mpsc;
@@ -26,6 +25,7 @@ use crate::metrics::Metrics;
 
 mod check;
 mod format;
+mod record;
 mod writer;
 
 #[cfg(test)]
@@ -33,69 +33,9 @@ mod tests;
 
 pub use check::check;
 pub use format::{json_line, text_line};
+pub use record::{AccessRecord, RequestText};
 pub use writer::FLUSH_WAIT;
 use writer::Sink;
-
-/// One finished request. Absent facts are `None` and left out of the line.
-#[derive(Debug, Clone)]
-pub struct AccessRecord {
-    /// When the request was received (wall clock).
-    pub start: SystemTime,
-    /// Listener name.
-    pub listener: Arc<str>,
-    /// Matched route.
-    pub route: Option<Arc<str>>,
-    /// Model name the request named (path, gRPC message or JSON body).
-    pub model: Option<String>,
-    /// Model version, if named.
-    pub model_version: Option<String>,
-    /// Cluster chosen.
-    pub cluster: Option<Arc<str>>,
-    /// Endpoint of the last attempt.
-    pub endpoint: Option<SocketAddr>,
-    /// The caller's HTTP version.
-    pub protocol: http::Version,
-    /// Request method.
-    pub method: http::Method,
-    /// `:authority` or `Host`, as the caller sent it.
-    pub authority: Option<String>,
-    /// Request path, without the query string (it may carry secrets).
-    pub path: String,
-    /// gRPC service and method, from a gRPC request's path.
-    pub grpc: Option<(String, String)>,
-    /// Response status.
-    pub status: u16,
-    /// gRPC status: the response headers' (trailers-only) or the trailers'.
-    pub grpc_status: Option<u32>,
-    /// `rest->grpc` or `grpc->rest` when the route translates.
-    pub translate: Option<&'static str>,
-    /// Request body bytes read.
-    pub bytes_in: u64,
-    /// Response body bytes sent.
-    pub bytes_out: u64,
-    /// Time inside ferry: request in → response headers out (time to first byte).
-    pub duration: Duration,
-    /// Request in → last response byte out (or the answer given up).
-    pub total: Duration,
-    /// Time upstream: last attempt sent → response headers received.
-    pub upstream_duration: Option<Duration>,
-    /// Ferry's own share of `duration`: before the last attempt left and after its answer
-    /// came back (all of `duration` when there was no upstream).
-    pub ferry_duration: Duration,
-    /// Attempts made (0 = none, 1 = no retry).
-    pub attempts: u32,
-    /// Ferry's reason code when ferry made the answer itself (`no_route`, `timeout`, …).
-    pub failure: Option<&'static str>,
-    /// The request's `x-request-id` (the caller's, or the one ferry made and forwarded).
-    pub request_id: Option<String>,
-    /// The caller's verified SPIFFE ID (mutual TLS), if any.
-    pub peer_identity: Option<Arc<str>>,
-    /// The request's trace id (32 hex digits), when its route traces; sampled or not, so a
-    /// log line can be looked up in the tracing backend when its trace was kept.
-    pub trace_id: Option<String>,
-    /// This hop's server span id (16 hex digits), when the span is recorded.
-    pub span_id: Option<String>,
-}
 
 /// The access-log sinks of one config (and `ferry demo`'s channel); consulted once per
 /// finished request.
@@ -133,15 +73,6 @@ pub struct AccessLogError {
     pub source: std::io::Error,
 }
 
-// === impl AccessRecord ===
-
-impl AccessRecord {
-    /// An error answer: always written, whatever the sample says.
-    pub fn is_error(&self) -> bool {
-        self.status >= 400 || self.grpc_status.is_some_and(|c| c != 0) || self.failure.is_some()
-    }
-}
-
 // === impl AccessLog ===
 
 impl AccessLog {
@@ -154,16 +85,12 @@ impl AccessLog {
     }
 
     /// Offers a finished request to every sink that admits it. Never waits.
-    pub fn submit(&self, record: AccessRecord) {
+    pub fn submit(&self, record: Arc<AccessRecord>) {
         if let Some(demo) = &self.demo {
-            let _ = demo.try_send(record.clone());
-        }
-        if self.sinks.is_empty() {
-            return;
+            let _ = demo.try_send((*record).clone());
         }
         let error = record.is_error();
         // One allocation shared by every sink that takes the line.
-        let record = Arc::new(record);
         for sink in self.sinks.iter().filter(|s| s.admits(&record, error)) {
             sink.writer.offer(record.clone());
         }

@@ -7,6 +7,7 @@
 //! bodies) have those bytes written as `\xHH`, so a line always splits on spaces.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::AccessRecord;
@@ -20,39 +21,42 @@ pub fn json_line(out: &mut Vec<u8>, r: &AccessRecord) {
     json_str(out, "route", r.route.as_deref());
     json_str(out, "cluster", r.cluster.as_deref());
     if let Some(e) = r.endpoint {
-        let _ = write!(out, ",\"endpoint\":\"{e}\"");
+        out.extend_from_slice(b",\"endpoint\":\"");
+        addr(out, e);
+        out.push(b'"');
     }
     json_str(out, "protocol", Some(protocol(r.protocol)));
     json_str(out, "method", Some(r.method.as_str()));
-    json_str(out, "authority", r.authority.as_deref());
-    json_str(out, "path", Some(&r.path));
-    if let Some((service, method)) = &r.grpc {
+    json_str(out, "authority", r.authority());
+    json_str(out, "path", Some(r.path()));
+    if let Some((service, method)) = r.grpc_parts() {
         json_str(out, "grpc_service", Some(service));
         json_str(out, "grpc_method", Some(method));
     }
-    let _ = write!(out, ",\"status\":{}", r.status);
+    json_num(out, "status", u64::from(r.status));
     if let Some(code) = r.grpc_status {
-        let _ = write!(out, ",\"grpc_status\":{code}");
+        json_num(out, "grpc_status", u64::from(code));
     }
     json_str(out, "model", r.model.as_deref());
     json_str(out, "model_version", r.model_version.as_deref());
     json_str(out, "translate", r.translate);
-    let _ = write!(
-        out,
-        ",\"bytes_in\":{},\"bytes_out\":{}",
-        r.bytes_in, r.bytes_out
-    );
+    json_num(out, "bytes_in", r.bytes_in);
+    json_num(out, "bytes_out", r.bytes_out);
     json_ms(out, "duration_ms", Some(r.total));
     json_ms(out, "upstream_ms", r.upstream_duration);
     json_ms(out, "ferry_ms", Some(r.ferry_duration));
     json_ms(out, "ttfb_ms", Some(r.duration));
     if r.attempts > 0 {
-        let _ = write!(out, ",\"attempts\":{}", r.attempts);
+        json_num(out, "attempts", u64::from(r.attempts));
     }
     json_str(out, "failure", r.failure);
-    json_str(out, "request_id", r.request_id.as_deref());
-    json_str(out, "trace_id", r.trace_id.as_deref());
-    json_str(out, "span_id", r.span_id.as_deref());
+    json_str(out, "request_id", r.request_id());
+    if let Some(t) = r.trace_id {
+        json_hex(out, "trace_id", &t.0);
+    }
+    if let Some(s) = r.span_id {
+        json_hex(out, "span_id", &s.0);
+    }
     json_str(out, "peer_identity", r.peer_identity.as_deref());
     out.extend_from_slice(b"}\n");
 }
@@ -68,35 +72,38 @@ pub fn text_line(out: &mut Vec<u8>, r: &AccessRecord) {
     out.extend_from_slice(b" \"");
     text_value(out, r.method.as_str());
     out.push(b' ');
-    text_value(out, &r.path);
+    text_value(out, r.path());
     out.push(b' ');
     out.extend_from_slice(protocol(r.protocol).as_bytes());
     out.push(b'"');
-    let _ = write!(out, " {}", r.status);
+    out.push(b' ');
+    uint(out, u64::from(r.status));
+    out.push(b' ');
     match r.grpc_status {
-        Some(code) => {
-            let _ = write!(out, " {code}");
-        }
-        None => out.extend_from_slice(b" -"),
+        Some(code) => uint(out, u64::from(code)),
+        None => out.push(b'-'),
     }
-    let _ = write!(out, " {} {}", r.bytes_in, r.bytes_out);
+    for n in [r.bytes_in, r.bytes_out] {
+        out.push(b' ');
+        uint(out, n);
+    }
     text_ms(out, Some(r.total));
     text_ms(out, r.upstream_duration);
     text_ms(out, Some(r.ferry_duration));
     text_ms(out, Some(r.duration));
-    let _ = write!(out, " {}", r.attempts);
+    out.push(b' ');
+    uint(out, u64::from(r.attempts));
     text_field(out, r.failure);
     text_field(out, r.cluster.as_deref());
+    out.push(b' ');
     match r.endpoint {
-        Some(e) => {
-            let _ = write!(out, " {e}");
-        }
-        None => out.extend_from_slice(b" -"),
+        Some(e) => addr(out, e),
+        None => out.push(b'-'),
     }
-    text_field(out, r.authority.as_deref());
+    text_field(out, r.authority());
     text_field(out, r.model.as_deref());
     text_field(out, r.model_version.as_deref());
-    match &r.grpc {
+    match r.grpc_parts() {
         Some((service, method)) => {
             out.push(b' ');
             text_value(out, service);
@@ -106,9 +113,17 @@ pub fn text_line(out: &mut Vec<u8>, r: &AccessRecord) {
         None => out.extend_from_slice(b" -"),
     }
     text_field(out, r.translate);
-    text_field(out, r.request_id.as_deref());
-    text_field(out, r.trace_id.as_deref());
-    text_field(out, r.span_id.as_deref());
+    text_field(out, r.request_id());
+    out.push(b' ');
+    match r.trace_id {
+        Some(t) => hex(out, &t.0),
+        None => out.push(b'-'),
+    }
+    out.push(b' ');
+    match r.span_id {
+        Some(s) => hex(out, &s.0),
+        None => out.push(b'-'),
+    }
     text_field(out, r.peer_identity.as_deref());
     out.push(b'\n');
 }
@@ -126,31 +141,57 @@ fn protocol(v: http::Version) -> &'static str {
 
 fn json_str(out: &mut Vec<u8>, key: &str, value: Option<&str>) {
     let Some(value) = value else { return };
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":\"");
-    for &b in value.as_bytes() {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0..0x20 | 0x7f => {
-                let _ = write!(out, "\\u{b:04x}");
-            }
-            // Valid UTF-8 (a `&str`) passes through byte by byte.
-            _ => out.push(b),
+    json_key(out, key);
+    out.push(b'"');
+    // Runs of plain bytes are copied whole; valid UTF-8 (a `&str`) needs no escaping.
+    let bytes = value.as_bytes();
+    let mut plain = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escaped: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..0x20 | 0x7f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(bytes.get(plain..i).unwrap_or_default());
+        plain = i + 1;
+        if escaped.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.extend_from_slice(escaped);
         }
     }
+    out.extend_from_slice(bytes.get(plain..).unwrap_or_default());
     out.push(b'"');
 }
 
 /// Milliseconds with microsecond precision: `12.345`.
 fn json_ms(out: &mut Vec<u8>, key: &str, d: Option<Duration>) {
     let Some(d) = d else { return };
-    let _ = write!(out, ",\"{key}\":");
+    json_key(out, key);
     ms(out, d);
+}
+
+fn json_num(out: &mut Vec<u8>, key: &str, n: u64) {
+    json_key(out, key);
+    uint(out, n);
+}
+
+fn json_hex(out: &mut Vec<u8>, key: &str, bytes: &[u8]) {
+    json_key(out, key);
+    out.push(b'"');
+    hex(out, bytes);
+    out.push(b'"');
+}
+
+/// `,"key":`
+fn json_key(out: &mut Vec<u8>, key: &str) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
 }
 
 fn text_ms(out: &mut Vec<u8>, d: Option<Duration>) {
@@ -162,8 +203,62 @@ fn text_ms(out: &mut Vec<u8>, d: Option<Duration>) {
 }
 
 fn ms(out: &mut Vec<u8>, d: Duration) {
-    let micros = d.as_micros();
-    let _ = write!(out, "{}.{:03}", micros / 1000, micros % 1000);
+    let micros = d.as_secs() * 1_000_000 + u64::from(d.subsec_micros());
+    uint(out, micros / 1000);
+    out.push(b'.');
+    padded(out, micros % 1000, 3);
+}
+
+/// A decimal integer, without `core::fmt` (the writer formats every line of a busy proxy).
+fn uint(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// `n` in exactly `width` digits, zero-padded (`n` is below 10^width).
+fn padded(out: &mut Vec<u8>, mut n: u64, width: usize) {
+    let start = out.len();
+    out.resize(start + width, b'0');
+    for slot in out[start..].iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+}
+
+fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 0xf)]);
+    }
+}
+
+/// `ip:port`; IPv4 written directly, IPv6 through its `Display` (rare on loopback sidecars).
+fn addr(out: &mut Vec<u8>, a: SocketAddr) {
+    match a {
+        SocketAddr::V4(v4) => {
+            for (i, octet) in v4.ip().octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                uint(out, u64::from(octet));
+            }
+            out.push(b':');
+            uint(out, u64::from(v4.port()));
+        }
+        SocketAddr::V6(_) => {
+            let _ = write!(out, "{a}");
+        }
+    }
 }
 
 fn text_field(out: &mut Vec<u8>, value: Option<&str>) {
@@ -190,14 +285,20 @@ fn rfc3339(out: &mut Vec<u8>, t: SystemTime) {
     let secs = since.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
-    let _ = write!(
-        out,
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    );
+    padded(out, u64::try_from(y).unwrap_or(0), 4);
+    out.push(b'-');
+    padded(out, u64::from(m), 2);
+    out.push(b'-');
+    padded(out, u64::from(d), 2);
+    out.push(b'T');
+    padded(out, rem / 3600, 2);
+    out.push(b':');
+    padded(out, rem % 3600 / 60, 2);
+    out.push(b':');
+    padded(out, rem % 60, 2);
+    out.push(b'.');
+    padded(out, u64::from(since.subsec_millis()), 3);
+    out.push(b'Z');
 }
 
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar: count in

@@ -3,6 +3,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use ferry_config::{AccessLogFormat, FieldLocation};
+use ferry_filters::trace_context::TraceId;
 use serde_json::{Value, json};
 
 use super::format::date_of;
@@ -20,9 +21,12 @@ fn record() -> AccessRecord {
         endpoint: Some("127.0.0.1:8080".parse().unwrap()),
         protocol: http::Version::HTTP_2,
         method: http::Method::POST,
-        authority: Some("models.local".into()),
-        path: "/inference.GRPCInferenceService/ModelInfer".into(),
-        grpc: Some(("inference.GRPCInferenceService".into(), "ModelInfer".into())),
+        request: RequestText::new(
+            "/inference.GRPCInferenceService/ModelInfer",
+            Some("models.local"),
+            Some("r-1"),
+        ),
+        grpc: true,
         status: 200,
         grpc_status: Some(0),
         translate: None,
@@ -34,9 +38,10 @@ fn record() -> AccessRecord {
         ferry_duration: Duration::from_micros(300),
         attempts: 1,
         failure: None,
-        request_id: Some("r-1".into()),
         peer_identity: None,
-        trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
+        trace_id: Some(TraceId(
+            *b"\x4b\xf9\x2f\x35\x77\xb3\x4d\xa6\xa3\xce\x92\x9d\x0e\x0e\x47\x36",
+        )),
         span_id: None,
     }
 }
@@ -88,6 +93,36 @@ fn text_lines_have_a_fixed_field_count_and_dashes_for_absent_facts() {
     );
     // 25 documented fields; the quoted request counts as one and holds three words.
     assert_eq!(line.split_whitespace().count(), 25 + 2);
+}
+
+#[test]
+fn request_texts_share_one_buffer_and_keep_absent_parts_absent() {
+    let t = RequestText::new("/p", None, Some("id"));
+    assert_eq!(
+        (t.path(), t.authority(), t.request_id()),
+        ("/p", None, Some("id"))
+    );
+    let t = RequestText::new("/p", Some("h:1"), None);
+    assert_eq!(
+        (t.path(), t.authority(), t.request_id()),
+        ("/p", Some("h:1"), None)
+    );
+    let mut r = record();
+    r.request = RequestText::new("/pkg.Svc/Method/extra", None, None);
+    assert_eq!(r.grpc_parts(), None, "not a gRPC method path");
+    r.grpc = false;
+    r.request = RequestText::new("/pkg.Svc/Method", None, None);
+    assert_eq!(r.grpc_parts(), None, "not a gRPC call");
+}
+
+#[test]
+fn ipv6_endpoints_and_long_durations_are_written_whole() {
+    let mut r = record();
+    r.endpoint = Some("[::1]:8080".parse().unwrap());
+    r.total = Duration::from_secs(3661) + Duration::from_micros(7);
+    let line = json(&r);
+    assert_eq!(line["endpoint"], "[::1]:8080");
+    assert_eq!(line["duration_ms"], 3_661_000.007);
 }
 
 #[test]
@@ -156,13 +191,13 @@ fn sample_zero_keeps_only_errors_and_slow_answers() {
         .unwrap()
         .unwrap();
     let mut slow = record();
-    slow.request_id = Some("slow".into());
+    slow.request = RequestText::new("/", None, Some("slow"));
     slow.total = Duration::from_secs(2);
     let mut failed = record();
-    failed.request_id = Some("failed".into());
+    failed.request = RequestText::new("/", None, Some("failed"));
     failed.status = 503;
     for r in [record(), slow, record(), failed] {
-        log.submit(r);
+        log.submit(Arc::new(r));
     }
     eventually("two lines", || lines(&path).len() == 2);
     let ids: Vec<Value> = lines(&path)
@@ -182,7 +217,7 @@ fn a_rotated_file_is_reopened_and_a_reload_reuses_the_writer() {
         .for_config(&[sink(&path, 1.0, None)], &metrics)
         .unwrap()
         .unwrap();
-    first.submit(record());
+    first.submit(Arc::new(record()));
     eventually("the first line", || lines(&path).len() == 1);
     std::fs::rename(&path, dir.path().join("a.log.1")).unwrap();
     // A reload keeps the same writer (and so the same queue and file handle).
@@ -194,7 +229,7 @@ fn a_rotated_file_is_reopened_and_a_reload_reuses_the_writer() {
     drop(first);
     // Within a second of the rename the writer notices the path names no file and reopens.
     eventually("a line in the new file", || {
-        second.submit(record());
+        second.submit(Arc::new(record()));
         std::thread::park_timeout(Duration::from_millis(100));
         !lines(&path).is_empty()
     });
@@ -210,7 +245,7 @@ fn a_failing_file_counts_its_lines_as_dropped() {
         .for_config(&[sink(full, 1.0, None)], &metrics)
         .unwrap()
         .unwrap();
-    log.submit(record());
+    log.submit(Arc::new(record()));
     let dropped = metrics
         .access_log_dropped
         .get_or_create(&crate::metrics::AccessLogDropLabels {

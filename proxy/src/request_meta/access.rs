@@ -11,26 +11,25 @@ use ferry_filters::failure::Rendered;
 use http::{HeaderMap, Request, Response};
 
 use super::{Forwarded, Outcome};
-use crate::access_log::{AccessLog, AccessRecord};
+use crate::access_log::{AccessLog, AccessRecord, RequestText};
 use crate::body::ProxyBody;
 use crate::headers::X_REQUEST_ID;
 
-/// What the record needs from the request, copied before the request moves on.
+/// What the record needs from the request, copied before the request moves on (one
+/// allocation: the texts share a buffer).
 #[derive(Debug)]
 pub(super) struct Seen {
     protocol: http::Version,
     method: http::Method,
-    authority: Option<String>,
-    path: String,
-    grpc: Option<(String, String)>,
-    request_id: Option<String>,
+    request: RequestText,
+    grpc: bool,
     peer_identity: Option<Arc<str>>,
 }
 
-/// A record waiting for its response body to end.
+/// A record waiting for its response body to end; the only owner of its record until then.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    record: AccessRecord,
+    record: Arc<AccessRecord>,
     started: Instant,
     log: Arc<AccessLog>,
 }
@@ -39,40 +38,24 @@ pub(crate) struct Pending {
 
 impl Seen {
     pub(super) fn of<B>(req: &Request<B>) -> Self {
-        let path = req.uri().path();
-        let authority = req
-            .uri()
-            .authority()
-            .map(|a| a.as_str().to_owned())
-            .or_else(|| {
-                let host = req.headers().get(http::header::HOST)?;
-                host.to_str().ok().map(str::to_owned)
-            });
+        let headers = req.headers();
+        let authority = match req.uri().authority() {
+            Some(a) => Some(a.as_str()),
+            None => headers
+                .get(http::header::HOST)
+                .and_then(|h| h.to_str().ok()),
+        };
+        let request_id = headers.get(&X_REQUEST_ID).and_then(|v| v.to_str().ok());
         Seen {
             protocol: req.version(),
             method: req.method().clone(),
-            authority,
-            path: path.to_owned(),
-            grpc: ferry_filters::failure::is_grpc(req.headers())
-                .then(|| grpc_parts(path))
-                .flatten(),
-            request_id: req
-                .headers()
-                .get(&X_REQUEST_ID)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned),
+            request: RequestText::new(req.uri().path(), authority, request_id),
+            grpc: ferry_filters::failure::is_grpc(headers),
             peer_identity: ferry_filters::connection::Connection::of(req)
                 .and_then(|c| c.identity.as_ref())
                 .map(|i| i.0.clone()),
         }
     }
-}
-
-/// `/pkg.Service/Method` → (`pkg.Service`, `Method`).
-fn grpc_parts(path: &str) -> Option<(String, String)> {
-    let (service, method) = path.strip_prefix('/')?.split_once('/')?;
-    (!service.is_empty() && !method.is_empty() && !method.contains('/'))
-        .then(|| (service.to_owned(), method.to_owned()))
 }
 
 // === impl Pending ===
@@ -93,18 +76,19 @@ impl Pending {
             Some(m) => (Some(m.name.clone()), m.version.clone()),
             None => (None, None),
         };
+        // `ttfb` was measured just now: no second clock read for "now".
+        let now = outcome.started + ttfb;
         // Ferry's share: before the last attempt left, and after its answer came back.
         let ferry_duration = match forwarded {
             Some(f) => {
                 f.sent.saturating_duration_since(outcome.started)
-                    + Instant::now().saturating_duration_since(f.answered)
+                    + now.saturating_duration_since(f.answered)
             }
             None => ttfb,
         };
-        let record = AccessRecord {
-            start: SystemTime::now()
-                .checked_sub(outcome.started.elapsed())
-                .unwrap_or_else(SystemTime::now),
+        let wall = SystemTime::now();
+        let record = Arc::new(AccessRecord {
+            start: wall.checked_sub(ttfb).unwrap_or(wall),
             listener,
             route: route.map(|r| r.name.clone()),
             model,
@@ -113,8 +97,7 @@ impl Pending {
             endpoint: forwarded.map(|f| f.endpoint),
             protocol: seen.protocol,
             method: seen.method,
-            authority: seen.authority,
-            path: seen.path,
+            request: seen.request,
             grpc: seen.grpc,
             status: resp.status().as_u16(),
             grpc_status: grpc_status(resp.headers()),
@@ -132,11 +115,10 @@ impl Pending {
             ferry_duration,
             attempts: forwarded.map_or(0, |f| f.attempts),
             failure: resp.extensions().get::<Rendered>().map(|r| r.0),
-            request_id: seen.request_id,
             peer_identity: seen.peer_identity,
-            trace_id: outcome.trace().map(|t| t.to_hex()),
-            span_id: outcome.span.get().map(|s| s.to_hex()),
-        };
+            trace_id: outcome.trace(),
+            span_id: outcome.span.get().copied(),
+        });
         Pending {
             record,
             started: outcome.started,
@@ -146,16 +128,19 @@ impl Pending {
 
     /// The trailers' gRPC status (a streamed gRPC answer's real outcome).
     pub(crate) fn trailers(&mut self, trailers: &HeaderMap) {
-        if let Some(code) = grpc_status(trailers) {
-            self.record.grpc_status = Some(code);
+        if let (Some(code), Some(r)) = (grpc_status(trailers), Arc::get_mut(&mut self.record)) {
+            r.grpc_status = Some(code);
         }
     }
 
     /// Completes the record with what the bodies carried and submits it.
     pub(crate) fn finish(mut self, bytes_in: u64, bytes_out: u64) {
-        self.record.bytes_in = bytes_in;
-        self.record.bytes_out = bytes_out;
-        self.record.total = self.started.elapsed();
+        // Unique until submitted: nothing else holds the record.
+        if let Some(r) = Arc::get_mut(&mut self.record) {
+            r.bytes_in = bytes_in;
+            r.bytes_out = bytes_out;
+            r.total = self.started.elapsed();
+        }
         self.log.submit(self.record);
     }
 }
@@ -175,7 +160,7 @@ impl Outcome {
         }
     }
 
-    pub(super) fn take_access(&self) -> Option<Box<Pending>> {
+    pub(super) fn take_access(&self) -> Option<Pending> {
         if !self.has_access.load(Ordering::Acquire) {
             return None;
         }
