@@ -6,10 +6,10 @@
 //! time), so the line is complete; the record then goes to each sink whose `sample` and
 //! `slower_than` admit it. Nothing is recorded when the config has no sink.
 //!
-//! Writing never blocks a request: each sink is a bounded queue (`try_send`) drained by its
-//! own writer thread, which formats and appends the lines ([`writer`]). A full queue drops the
-//! line (`ferry_access_log_dropped_total{reason="queue_full"}`); a failing file drops what it
-//! could not write (`reason="write_failed"`), warns at most every ten seconds and is retried.
+//! Writing never blocks a request: each sink is a bounded batch of formatted lines that its own
+//! writer thread appends to the file every 25 ms ([`writer`]). A full batch drops the line
+//! (`ferry_access_log_dropped_total{reason="queue_full"}`); a failing file drops what it could
+//! not write (`reason="write_failed"`), warns at most every ten seconds and is retried.
 //! Writer threads are kept across reloads by path and format.
 
 use std::collections::HashMap;
@@ -85,14 +85,13 @@ impl AccessLog {
     }
 
     /// Offers a finished request to every sink that admits it. Never waits.
-    pub fn submit(&self, record: Arc<AccessRecord>) {
+    pub fn submit(&self, record: &AccessRecord) {
         if let Some(demo) = &self.demo {
-            let _ = demo.try_send((*record).clone());
+            let _ = demo.try_send(record.clone());
         }
         let error = record.is_error();
-        // One allocation shared by every sink that takes the line.
-        for sink in self.sinks.iter().filter(|s| s.admits(&record, error)) {
-            sink.writer.offer(record.clone());
+        for sink in self.sinks.iter().filter(|s| s.admits(record, error)) {
+            sink.writer.offer(record);
         }
     }
 }

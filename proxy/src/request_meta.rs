@@ -39,7 +39,7 @@ pub struct Outcome {
     /// Request body bytes read so far (the connection's body wrapper counts them).
     request_bytes: std::sync::atomic::AtomicU64,
     /// The access record waiting for the response body to end; only with an access log.
-    access: Mutex<Option<PendingLine>>,
+    access: Mutex<Option<Box<PendingLine>>>,
     /// Whether `access` was filled: without an access log, finishing a request reads this
     /// flag and takes no lock.
     has_access: std::sync::atomic::AtomicBool,
@@ -379,7 +379,7 @@ impl Recorder {
             duration,
         );
         if let Ok(mut slot) = outcome.access.lock() {
-            *slot = Some(line);
+            *slot = Some(Box::new(line));
             outcome
                 .has_access
                 .store(true, std::sync::atomic::Ordering::Release);

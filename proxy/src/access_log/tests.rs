@@ -197,7 +197,7 @@ fn sample_zero_keeps_only_errors_and_slow_answers() {
     failed.request = RequestText::new("/", None, Some("failed"));
     failed.status = 503;
     for r in [record(), slow, record(), failed] {
-        log.submit(Arc::new(r));
+        log.submit(&r);
     }
     eventually("two lines", || lines(&path).len() == 2);
     let ids: Vec<Value> = lines(&path)
@@ -217,7 +217,7 @@ fn a_rotated_file_is_reopened_and_a_reload_reuses_the_writer() {
         .for_config(&[sink(&path, 1.0, None)], &metrics)
         .unwrap()
         .unwrap();
-    first.submit(Arc::new(record()));
+    first.submit(&record());
     eventually("the first line", || lines(&path).len() == 1);
     std::fs::rename(&path, dir.path().join("a.log.1")).unwrap();
     // A reload keeps the same writer (and so the same queue and file handle).
@@ -229,7 +229,7 @@ fn a_rotated_file_is_reopened_and_a_reload_reuses_the_writer() {
     drop(first);
     // Within a second of the rename the writer notices the path names no file and reopens.
     eventually("a line in the new file", || {
-        second.submit(Arc::new(record()));
+        second.submit(&record());
         std::thread::park_timeout(Duration::from_millis(100));
         !lines(&path).is_empty()
     });
@@ -245,7 +245,7 @@ fn a_failing_file_counts_its_lines_as_dropped() {
         .for_config(&[sink(full, 1.0, None)], &metrics)
         .unwrap()
         .unwrap();
-    log.submit(Arc::new(record()));
+    log.submit(&record());
     let dropped = metrics
         .access_log_dropped
         .get_or_create(&crate::metrics::AccessLogDropLabels {
@@ -278,4 +278,45 @@ fn unwritable_sinks_are_config_errors_at_their_path() {
         !dir.path().join("ok.log").exists(),
         "the check leaves no file"
     );
+}
+
+#[test]
+fn a_stuck_sink_drops_lines_and_never_blocks_the_request() {
+    let dir = tempfile::tempdir().unwrap();
+    // A FIFO nobody reads: the writer blocks opening it, as on a hung disk.
+    let fifo = dir.path().join("stuck");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let metrics = Metrics::new();
+    let logs = AccessLogs::default();
+    let log = logs
+        .for_config(&[sink(&fifo, 1.0, None)], &metrics)
+        .unwrap()
+        .unwrap();
+    let started = Instant::now();
+    // ~14 MB of lines, well past the batch's bound (4 MiB).
+    for _ in 0..30_000 {
+        log.submit(&record());
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "submitting waited"
+    );
+    let full = metrics
+        .access_log_dropped
+        .get_or_create(&crate::metrics::AccessLogDropLabels {
+            path: crate::metrics::Name(fifo.display().to_string().into()),
+            reason: "queue_full",
+        })
+        .get();
+    assert!(full > 0, "nothing dropped");
+    // A reader unblocks the writer, which writes what it kept and ends with the sink.
+    let reader = std::thread::spawn(move || std::fs::read(&fifo).unwrap().len());
+    drop(log);
+    drop(logs);
+    let read = reader.join().unwrap();
+    assert!(read > 1 << 20, "only {read} bytes written");
 }

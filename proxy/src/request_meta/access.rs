@@ -26,10 +26,10 @@ pub(super) struct Seen {
     peer_identity: Option<Arc<str>>,
 }
 
-/// A record waiting for its response body to end; the only owner of its record until then.
+/// A record waiting for its response body to end.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    record: Arc<AccessRecord>,
+    record: AccessRecord,
     started: Instant,
     log: Arc<AccessLog>,
 }
@@ -87,7 +87,7 @@ impl Pending {
             None => ttfb,
         };
         let wall = SystemTime::now();
-        let record = Arc::new(AccessRecord {
+        let record = AccessRecord {
             start: wall.checked_sub(ttfb).unwrap_or(wall),
             listener,
             route: route.map(|r| r.name.clone()),
@@ -118,7 +118,7 @@ impl Pending {
             peer_identity: seen.peer_identity,
             trace_id: outcome.trace(),
             span_id: outcome.span.get().copied(),
-        });
+        };
         Pending {
             record,
             started: outcome.started,
@@ -128,20 +128,17 @@ impl Pending {
 
     /// The trailers' gRPC status (a streamed gRPC answer's real outcome).
     pub(crate) fn trailers(&mut self, trailers: &HeaderMap) {
-        if let (Some(code), Some(r)) = (grpc_status(trailers), Arc::get_mut(&mut self.record)) {
-            r.grpc_status = Some(code);
+        if let Some(code) = grpc_status(trailers) {
+            self.record.grpc_status = Some(code);
         }
     }
 
     /// Completes the record with what the bodies carried and submits it.
     pub(crate) fn finish(mut self, bytes_in: u64, bytes_out: u64) {
-        // Unique until submitted: nothing else holds the record.
-        if let Some(r) = Arc::get_mut(&mut self.record) {
-            r.bytes_in = bytes_in;
-            r.bytes_out = bytes_out;
-            r.total = self.started.elapsed();
-        }
-        self.log.submit(self.record);
+        self.record.bytes_in = bytes_in;
+        self.record.bytes_out = bytes_out;
+        self.record.total = self.started.elapsed();
+        self.log.submit(&self.record);
     }
 }
 
@@ -160,7 +157,7 @@ impl Outcome {
         }
     }
 
-    pub(super) fn take_access(&self) -> Option<Pending> {
+    pub(super) fn take_access(&self) -> Option<Box<Pending>> {
         if !self.has_access.load(Ordering::Acquire) {
             return None;
         }

@@ -42,6 +42,8 @@ impl Ctx<'_> {
             self.kind().name(),
             self.rep + 1
         ));
+        // A previous run's file in the same work directory would be appended to.
+        let _ = std::fs::remove_file(access_log_file(&workdir));
         let running = self
             .target
             .start_with(self.plan.upstream, &workdir, Setup::AccessLog(on))
