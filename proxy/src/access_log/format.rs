@@ -6,6 +6,7 @@
 //! could contain a space, a quote or a control character (model names come from request
 //! bodies) have those bytes written as `\xHH`, so a line always splits on spaces.
 
+use std::cell::Cell;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,47 +18,47 @@ pub fn json_line(out: &mut Vec<u8>, r: &AccessRecord) {
     out.extend_from_slice(b"{\"ts\":\"");
     rfc3339(out, r.start);
     out.push(b'"');
-    json_str(out, "listener", Some(&r.listener));
-    json_str(out, "route", r.route.as_deref());
-    json_str(out, "cluster", r.cluster.as_deref());
+    json_str(out, b",\"listener\":", Some(&r.listener));
+    json_str(out, b",\"route\":", r.route.as_deref());
+    json_str(out, b",\"cluster\":", r.cluster.as_deref());
     if let Some(e) = r.endpoint {
         out.extend_from_slice(b",\"endpoint\":\"");
         addr(out, e);
         out.push(b'"');
     }
-    json_str(out, "protocol", Some(protocol(r.protocol)));
-    json_str(out, "method", Some(r.method.as_str()));
-    json_str(out, "authority", r.authority());
-    json_str(out, "path", Some(r.path()));
+    json_str(out, b",\"protocol\":", Some(protocol(r.protocol)));
+    json_str(out, b",\"method\":", Some(r.method.as_str()));
+    json_str(out, b",\"authority\":", r.authority());
+    json_str(out, b",\"path\":", Some(r.path()));
     if let Some((service, method)) = r.grpc_parts() {
-        json_str(out, "grpc_service", Some(service));
-        json_str(out, "grpc_method", Some(method));
+        json_str(out, b",\"grpc_service\":", Some(service));
+        json_str(out, b",\"grpc_method\":", Some(method));
     }
-    json_num(out, "status", u64::from(r.status));
+    json_num(out, b",\"status\":", u64::from(r.status));
     if let Some(code) = r.grpc_status {
-        json_num(out, "grpc_status", u64::from(code));
+        json_num(out, b",\"grpc_status\":", u64::from(code));
     }
-    json_str(out, "model", r.model.as_deref());
-    json_str(out, "model_version", r.model_version.as_deref());
-    json_str(out, "translate", r.translate);
-    json_num(out, "bytes_in", r.bytes_in);
-    json_num(out, "bytes_out", r.bytes_out);
-    json_ms(out, "duration_ms", Some(r.total));
-    json_ms(out, "upstream_ms", r.upstream_duration);
-    json_ms(out, "ferry_ms", Some(r.ferry_duration));
-    json_ms(out, "ttfb_ms", Some(r.duration));
+    json_str(out, b",\"model\":", r.model.as_deref());
+    json_str(out, b",\"model_version\":", r.model_version.as_deref());
+    json_str(out, b",\"translate\":", r.translate);
+    json_num(out, b",\"bytes_in\":", r.bytes_in);
+    json_num(out, b",\"bytes_out\":", r.bytes_out);
+    json_ms(out, b",\"duration_ms\":", Some(r.total));
+    json_ms(out, b",\"upstream_ms\":", r.upstream_duration);
+    json_ms(out, b",\"ferry_ms\":", Some(r.ferry_duration));
+    json_ms(out, b",\"ttfb_ms\":", Some(r.duration));
     if r.attempts > 0 {
-        json_num(out, "attempts", u64::from(r.attempts));
+        json_num(out, b",\"attempts\":", u64::from(r.attempts));
     }
-    json_str(out, "failure", r.failure);
-    json_str(out, "request_id", r.request_id());
+    json_str(out, b",\"failure\":", r.failure);
+    json_str(out, b",\"request_id\":", r.request_id());
     if let Some(t) = r.trace_id {
-        json_hex(out, "trace_id", &t.0);
+        json_hex(out, b",\"trace_id\":", &t.0);
     }
     if let Some(s) = r.span_id {
-        json_hex(out, "span_id", &s.0);
+        json_hex(out, b",\"span_id\":", &s.0);
     }
-    json_str(out, "peer_identity", r.peer_identity.as_deref());
+    json_str(out, b",\"peer_identity\":", r.peer_identity.as_deref());
     out.extend_from_slice(b"}\n");
 }
 
@@ -139,12 +140,18 @@ fn protocol(v: http::Version) -> &'static str {
     }
 }
 
-fn json_str(out: &mut Vec<u8>, key: &str, value: Option<&str>) {
+fn json_str(out: &mut Vec<u8>, key: &[u8], value: Option<&str>) {
     let Some(value) = value else { return };
     json_key(out, key);
     out.push(b'"');
-    // Runs of plain bytes are copied whole; valid UTF-8 (a `&str`) needs no escaping.
+    // Runs of plain bytes are copied whole; valid UTF-8 (a `&str`) needs no escaping. The
+    // common case, nothing to escape, is one branch-free scan (vectorized) and one copy.
     let bytes = value.as_bytes();
+    if !bytes.iter().fold(false, |any, &b| any | json_special(b)) {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut plain = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escaped: &[u8] = match b {
@@ -168,30 +175,32 @@ fn json_str(out: &mut Vec<u8>, key: &str, value: Option<&str>) {
     out.push(b'"');
 }
 
+fn json_special(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\' || b == 0x7f
+}
+
 /// Milliseconds with microsecond precision: `12.345`.
-fn json_ms(out: &mut Vec<u8>, key: &str, d: Option<Duration>) {
+fn json_ms(out: &mut Vec<u8>, key: &[u8], d: Option<Duration>) {
     let Some(d) = d else { return };
     json_key(out, key);
     ms(out, d);
 }
 
-fn json_num(out: &mut Vec<u8>, key: &str, n: u64) {
+fn json_num(out: &mut Vec<u8>, key: &[u8], n: u64) {
     json_key(out, key);
     uint(out, n);
 }
 
-fn json_hex(out: &mut Vec<u8>, key: &str, bytes: &[u8]) {
+fn json_hex(out: &mut Vec<u8>, key: &[u8], bytes: &[u8]) {
     json_key(out, key);
     out.push(b'"');
     hex(out, bytes);
     out.push(b'"');
 }
 
-/// `,"key":`
-fn json_key(out: &mut Vec<u8>, key: &str) {
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":");
+/// `key` is the whole `,"name":` prefix, one copy.
+fn json_key(out: &mut Vec<u8>, key: &[u8]) {
+    out.extend_from_slice(key);
 }
 
 fn text_ms(out: &mut Vec<u8>, d: Option<Duration>) {
@@ -270,8 +279,13 @@ fn text_field(out: &mut Vec<u8>, value: Option<&str>) {
 }
 
 fn text_value(out: &mut Vec<u8>, value: &str) {
-    for &b in value.as_bytes() {
-        if b <= b' ' || b == b'"' || b == b'\\' || b == 0x7f {
+    let bytes = value.as_bytes();
+    if !bytes.iter().fold(false, |any, &b| any | text_special(b)) {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    for &b in bytes {
+        if text_special(b) {
             let _ = write!(out, "\\x{b:02x}");
         } else {
             out.push(b);
@@ -279,10 +293,37 @@ fn text_value(out: &mut Vec<u8>, value: &str) {
     }
 }
 
+fn text_special(b: u8) -> bool {
+    b <= b' ' || b == b'"' || b == b'\\' || b == 0x7f
+}
+
+thread_local! {
+    /// The last second written and its `YYYY-MM-DDTHH:MM:SS` text: consecutive lines mostly
+    /// share their second.
+    static SECOND: Cell<(u64, [u8; 19])> = const { Cell::new((u64::MAX, [0; 19])) };
+}
+
 /// `2026-12-05T07:30:00.123Z` (UTC, milliseconds).
 fn rfc3339(out: &mut Vec<u8>, t: SystemTime) {
     let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
+    let (cached, text) = SECOND.get();
+    if cached == secs {
+        out.extend_from_slice(&text);
+    } else {
+        let start = out.len();
+        seconds(out, secs);
+        if let Some(written) = out.get(start..).and_then(|w| <[u8; 19]>::try_from(w).ok()) {
+            SECOND.set((secs, written));
+        }
+    }
+    out.push(b'.');
+    padded(out, u64::from(since.subsec_millis()), 3);
+    out.push(b'Z');
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of `secs` since the epoch.
+fn seconds(out: &mut Vec<u8>, secs: u64) {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
     padded(out, u64::try_from(y).unwrap_or(0), 4);
@@ -296,9 +337,6 @@ fn rfc3339(out: &mut Vec<u8>, t: SystemTime) {
     padded(out, rem % 3600 / 60, 2);
     out.push(b':');
     padded(out, rem % 60, 2);
-    out.push(b'.');
-    padded(out, u64::from(since.subsec_millis()), 3);
-    out.push(b'Z');
 }
 
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar: count in

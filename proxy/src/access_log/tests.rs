@@ -126,6 +126,17 @@ fn ipv6_endpoints_and_long_durations_are_written_whole() {
 }
 
 #[test]
+fn consecutive_lines_in_other_seconds_get_their_own_time() {
+    let mut r = record();
+    let ts = |r: &AccessRecord| json(r)["ts"].as_str().unwrap().to_owned();
+    assert_eq!(ts(&r), "2026-12-05T07:30:00.123Z");
+    r.start += Duration::from_millis(900);
+    assert_eq!(ts(&r), "2026-12-05T07:30:01.023Z");
+    r.start -= Duration::from_secs(86_400);
+    assert_eq!(ts(&r), "2026-12-04T07:30:01.023Z");
+}
+
+#[test]
 fn dates_are_proleptic_gregorian() {
     assert_eq!(date_of(0), (1970, 1, 1));
     assert_eq!(date_of(59), (1970, 3, 1));
