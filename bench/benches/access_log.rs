@@ -20,7 +20,7 @@ fn record() -> AccessRecord {
         model: Some("resnet50".into()),
         model_version: Some("3".into()),
         cluster: Some(Arc::from("triton")),
-        endpoint: Some("10.1.2.3:8001".parse().expect("address")),
+        endpoint: Some(std::net::SocketAddr::from(([10, 1, 2, 3], 8001))),
         protocol: http::Version::HTTP_11,
         method: http::Method::POST,
         request: RequestText::new(
