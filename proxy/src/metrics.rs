@@ -142,7 +142,8 @@ pub struct RetryLabels {
 pub struct AccessLogDropLabels {
     /// The sink's path as configured.
     pub path: Name,
-    /// `queue_full` (the sink fell behind) or `write_failed` (the file could not be written).
+    /// `queue_full` (the sink's batch was full: its writer is behind or stuck) or `write_failed`
+    /// (the file could not be written).
     pub reason: &'static str,
 }
 
@@ -590,7 +591,7 @@ impl Metrics {
         );
         registry.register(
             "ferry_access_log_dropped",
-            "Access-log lines given up: the sink's queue was full, or its file failed",
+            "Access-log lines given up: the sink's batch was full, or its file failed",
             m.access_log_dropped.clone(),
         );
         Self { registry, ..m }

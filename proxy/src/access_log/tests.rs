@@ -231,7 +231,7 @@ fn a_rotated_file_is_reopened_and_a_reload_reuses_the_writer() {
     first.submit(&record());
     eventually("the first line", || lines(&path).len() == 1);
     std::fs::rename(&path, dir.path().join("a.log.1")).unwrap();
-    // A reload keeps the same writer (and so the same queue and file handle).
+    // A reload keeps the same writer (and so the same batch and file handle).
     let second = logs
         .for_config(&[sink(&path, 1.0, None)], &metrics)
         .unwrap()
