@@ -2,7 +2,8 @@
 //! written to files by `ferry run` with the documented fields, for HTTP/1.1, h2c, gRPC and a
 //! translated route; `sample` and `slower_than` over 1 000 requests; errors always written;
 //! silenced routes; a rotated file reopened (rename, SIGUSR1); a sink that fails never fails a
-//! request; `ferry validate` refusing unwritable sinks; and two sidecars in a chain whose lines
+//! request; `ferry validate` refusing unwritable sinks; sinks added, refused and removed by
+//! reloads; and two sidecars in a chain whose lines
 //! join on `request_id` and `trace_id`. Everything on 127.0.0.1 with ports from the kernel.
 
 #![allow(
@@ -13,6 +14,7 @@
 
 mod chain;
 mod fields;
+mod reload;
 mod rotation;
 mod sampling;
 mod support;
