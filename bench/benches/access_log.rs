@@ -41,6 +41,7 @@ fn record() -> AccessRecord {
         attempts: 1,
         failure: None,
         peer_identity: None,
+        ratelimit: None,
         trace_id: Some(TraceId([0x4b; 16])),
         span_id: Some(SpanId([0x0a; 8])),
     }

@@ -184,15 +184,15 @@ async fn one_line_per_request_on_http1_h2c_grpc_and_a_translated_route() -> anyh
         json!({ "route": "infer", "translate": "rest->grpc", "model": "resnet", "model_version": "3", "status": 200, "cluster": "grpc" })
     );
 
-    // The text sink got the same requests, one fixed 25-field line each.
+    // The text sink got the same requests, one fixed 26-field line each.
     let text = std::fs::read_to_string(&text_path)?;
     let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
     assert_eq!(rows.len(), 6, "{text}");
     for row in &rows {
         assert_eq!(
             row.len(),
-            27,
-            "25 fields, the request's three words quoted: {row:?}"
+            28,
+            "26 fields, the request's three words quoted: {row:?}"
         );
     }
     let http1 = rows
@@ -331,4 +331,62 @@ fn pick(line: &Value, keys: &[&str]) -> Value {
         }
     }
     Value::Object(out)
+}
+
+#[tokio::test]
+async fn rate_limited_routes_log_the_limits_state_and_refusals() -> anyhow::Result<()> {
+    let echo = Echo::start("echo").await?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("limits.json");
+    let ferry = start(&config(
+        json!([{ "path": path.to_str().unwrap() }]),
+        json!([
+            { "name": "limited", "match": { "path": { "prefix": "/limited" } }, "to": "echo", "rate_limit": [{ "requests": 2, "per": "1h" }] },
+            { "name": "free", "to": "echo" },
+        ]),
+        json!([cluster("echo", echo.addr(), false)]),
+    ))
+    .await?;
+    let addr = ferry.listener(LISTENER)?;
+    let client = HttpClient::http1();
+    for (id, path, status) in [
+        ("l1", "/limited", 200),
+        ("l2", "/limited", 200),
+        ("l3", "/limited", 429),
+        ("f1", "/free", 200),
+    ] {
+        let req = request(
+            Method::GET,
+            addr,
+            path,
+            &[("x-request-id", id)],
+            body_full(Bytes::new()),
+        )?;
+        assert_eq!(client.call(req).await?.status, status, "{id}");
+    }
+    let lines = wait_lines(&path, 4).await?;
+    let state = |id: &str| {
+        by_id(&lines, id).map(|l| (l.get("ratelimit").cloned(), l.get("failure").cloned()))
+    };
+    let (l1, failure) = state("l1")?;
+    let l1 = l1.expect("l1 carries the limit's state");
+    assert_eq!(
+        (&l1["limit"], &l1["remaining"], failure),
+        (&json!(2), &json!(1), None)
+    );
+    // Seconds until the bucket has room again (GCRA: a request's share of the window).
+    assert!(
+        l1["reset_s"].as_u64().is_some_and(|s| s > 0 && s <= 3600),
+        "{l1}"
+    );
+    assert_eq!(
+        state("l2")?.0.map(|r| r["remaining"].clone()),
+        Some(json!(0))
+    );
+    let (limited, failure) = state("l3")?;
+    assert_eq!(limited.map(|r| r["remaining"].clone()), Some(json!(0)));
+    assert_eq!(failure, Some(json!("rate_limited")));
+    // No limit on the route: nothing to report, even if an upstream sent such headers.
+    assert_eq!(state("f1")?, (None, None));
+    Ok(())
 }

@@ -59,13 +59,20 @@ pub fn json_line(out: &mut Vec<u8>, r: &AccessRecord) {
         json_hex(out, b",\"span_id\":", &s.0);
     }
     json_str(out, b",\"peer_identity\":", r.peer_identity.as_deref());
+    if let Some(l) = r.ratelimit {
+        json_num(out, b",\"ratelimit\":{\"limit\":", l.limit);
+        json_num(out, b",\"remaining\":", l.remaining);
+        json_num(out, b",\"reset_s\":", l.reset_s);
+        out.push(b'}');
+    }
     out.extend_from_slice(b"}\n");
 }
 
 /// Appends `r` as one text line:
 /// `ts listener route "method path protocol" status grpc_status bytes_in bytes_out
 /// duration_ms upstream_ms ferry_ms ttfb_ms attempts failure cluster endpoint authority model
-/// model_version grpc_service/grpc_method translate request_id trace_id span_id peer_identity`.
+/// model_version grpc_service/grpc_method translate request_id trace_id span_id peer_identity
+/// ratelimit` (`limit/remaining/reset_s`).
 pub fn text_line(out: &mut Vec<u8>, r: &AccessRecord) {
     rfc3339(out, r.start);
     text_field(out, Some(&r.listener));
@@ -126,6 +133,17 @@ pub fn text_line(out: &mut Vec<u8>, r: &AccessRecord) {
         None => out.push(b'-'),
     }
     text_field(out, r.peer_identity.as_deref());
+    out.push(b' ');
+    match r.ratelimit {
+        Some(l) => {
+            uint(out, l.limit);
+            out.push(b'/');
+            uint(out, l.remaining);
+            out.push(b'/');
+            uint(out, l.reset_s);
+        }
+        None => out.push(b'-'),
+    }
     out.push(b'\n');
 }
 

@@ -65,6 +65,20 @@ pub struct AccessRecord {
     pub trace_id: Option<TraceId>,
     /// This hop's server span id, when the span is recorded.
     pub span_id: Option<SpanId>,
+    /// The tightest enforced rate limit's state as ferry answered it (`x-ratelimit-*`), on a
+    /// route with rate limits.
+    pub ratelimit: Option<RateLimitState>,
+}
+
+/// A rate limit's state as the answer's `x-ratelimit-*` headers gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitState {
+    /// Requests per window.
+    pub limit: u64,
+    /// Requests left in the window (0 when refused).
+    pub remaining: u64,
+    /// Seconds until the window has room again.
+    pub reset_s: u64,
 }
 
 /// A request's path, authority and `x-request-id`, copied into one allocation.

@@ -39,6 +39,7 @@ fn record() -> AccessRecord {
         attempts: 1,
         failure: None,
         peer_identity: None,
+        ratelimit: None,
         trace_id: Some(TraceId(
             *b"\x4b\xf9\x2f\x35\x77\xb3\x4d\xa6\xa3\xce\x92\x9d\x0e\x0e\x47\x36",
         )),
@@ -73,6 +74,27 @@ fn json_lines_carry_every_known_fact_and_omit_the_rest() {
 }
 
 #[test]
+fn rate_limit_state_is_one_object_in_json_and_one_field_in_text() {
+    let mut r = record();
+    r.ratelimit = Some(RateLimitState {
+        limit: 4,
+        remaining: 0,
+        reset_s: 1,
+    });
+    assert_eq!(
+        json(&r)["ratelimit"],
+        json!({ "limit": 4, "remaining": 0, "reset_s": 1 })
+    );
+    let mut out = Vec::new();
+    text_line(&mut out, &r);
+    assert!(
+        out.ends_with(b" - 4/0/1\n"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+}
+
+#[test]
 fn json_escapes_control_characters() {
     let mut r = record();
     r.model = Some("a\u{1}b\\c\u{7f}é".into());
@@ -89,10 +111,10 @@ fn text_lines_have_a_fixed_field_count_and_dashes_for_absent_facts() {
         "2026-12-05T07:30:00.123Z inbound infer \"POST /inference.GRPCInferenceService/ModelInfer HTTP/2\" \
          200 0 12 34 2.250 1.200 0.300 1.500 1 - local 127.0.0.1:8080 models.local \
          resnet\\x20\\x2250\\x22\\x0a - inference.GRPCInferenceService/ModelInfer - r-1 \
-         4bf92f3577b34da6a3ce929d0e0e4736 - -\n"
+         4bf92f3577b34da6a3ce929d0e0e4736 - - -\n"
     );
-    // 25 documented fields; the quoted request counts as one and holds three words.
-    assert_eq!(line.split_whitespace().count(), 25 + 2);
+    // 26 documented fields; the quoted request counts as one and holds three words.
+    assert_eq!(line.split_whitespace().count(), 26 + 2);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use ferry_filters::failure::Rendered;
 use http::{HeaderMap, Request, Response};
 
 use super::{Forwarded, Outcome};
-use crate::access_log::{AccessLog, AccessRecord, RequestText};
+use crate::access_log::{AccessLog, AccessRecord, RateLimitState, RequestText};
 use crate::body::ProxyBody;
 use crate::headers::X_REQUEST_ID;
 
@@ -118,6 +118,10 @@ impl Pending {
             peer_identity: seen.peer_identity,
             trace_id: outcome.trace(),
             span_id: outcome.span.get().copied(),
+            // Only where ferry's limiter set the headers: an upstream's own are not ferry's.
+            ratelimit: route
+                .filter(|r| !r.config.rate_limit.is_empty())
+                .and_then(|_| ratelimit(resp.headers())),
         };
         Pending {
             record,
@@ -181,6 +185,15 @@ impl Drop for Outcome {
             line.finish(request, 0);
         }
     }
+}
+
+fn ratelimit(headers: &HeaderMap) -> Option<RateLimitState> {
+    let number = |name: &str| -> Option<u64> { headers.get(name)?.to_str().ok()?.parse().ok() };
+    Some(RateLimitState {
+        limit: number("x-ratelimit-limit")?,
+        remaining: number("x-ratelimit-remaining")?,
+        reset_s: number("x-ratelimit-reset")?,
+    })
 }
 
 fn grpc_status(headers: &HeaderMap) -> Option<u32> {
