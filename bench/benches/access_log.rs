@@ -29,7 +29,7 @@ fn record() -> AccessRecord {
             Some("2f1c7d3e-5a8b-4c1d-9e2f-6a7b8c9d0e1f"),
         ),
         grpc: false,
-        status: 200,
+        status: Some(200),
         grpc_status: None,
         translate: Some("rest->grpc"),
         bytes_in: 4213,
@@ -71,7 +71,9 @@ fn serde_line(out: &mut Vec<u8>, r: &AccessRecord) {
     m.insert("method".into(), r.method.as_str().into());
     opt(&mut m, "authority", r.authority());
     m.insert("path".into(), r.path().into());
-    m.insert("status".into(), r.status.into());
+    if let Some(status) = r.status {
+        m.insert("status".into(), status.into());
+    }
     opt(&mut m, "model", r.model.as_deref());
     opt(&mut m, "model_version", r.model_version.as_deref());
     opt(&mut m, "translate", r.translate);

@@ -69,7 +69,8 @@ pub fn record_line(r: &AccessRecord) -> String {
         r.method,
         r.path(),
         matched(r),
-        r.status,
+        r.status
+            .map_or_else(|| "- (caller gone)".to_owned(), |s| s.to_string()),
         ms(r.duration),
         r.upstream_duration.map_or_else(|| "-".to_owned(), ms),
     )

@@ -292,10 +292,23 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let resp = ready!(this.inner.poll(cx))?;
-        if let Some(p) = this.done.take() {
-            p.recorder.record(&resp, p.start, &p.outcome, p.seen);
+        if let Some(mut p) = this.done.take() {
+            let seen = p.seen.take();
+            p.recorder.record(&resp, p.start, &p.outcome, seen);
         }
         Poll::Ready(Ok(resp))
+    }
+}
+
+impl Drop for Pending {
+    /// Dropped unanswered: the caller went away (or the connection closed) before the response
+    /// headers; its access-log line says so.
+    fn drop(&mut self) {
+        if let (Some(seen), Some(log)) = (self.seen.take(), &self.recorder.access_log)
+            && self.outcome.route.get().is_none_or(|r| r.config.access_log)
+        {
+            access::cancelled(log, &self.recorder.listener, seen, &self.outcome);
+        }
     }
 }
 
@@ -375,7 +388,7 @@ impl Recorder {
             seen,
             outcome,
             forwarded.as_ref(),
-            resp,
+            Some(resp),
             duration,
         );
         if let Ok(mut slot) = outcome.access.lock() {

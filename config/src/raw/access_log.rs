@@ -21,7 +21,8 @@ pub struct AccessLogSpec {
     /// Default `json`.
     pub format: Option<AccessLogFormatSpec>,
     /// Share of successful answers written, 0 to 1; errors (status >= 400, a gRPC status
-    /// other than 0, or an answer ferry made itself) are always written. Default 1.
+    /// other than 0, an answer ferry made itself, a caller gone before the answer) are always
+    /// written. Default 1.
     pub sample: Option<RatioText>,
     /// Answers slower than this (request in → last byte out) are always written, whatever
     /// `sample` says; > 0. Default: none.

@@ -12,6 +12,7 @@
     reason = "test code fails the test by panicking"
 )]
 
+mod cancel;
 mod chain;
 mod fields;
 mod reload;

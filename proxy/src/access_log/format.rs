@@ -34,7 +34,9 @@ pub fn json_line(out: &mut Vec<u8>, r: &AccessRecord) {
         json_str(out, b",\"grpc_service\":", Some(service));
         json_str(out, b",\"grpc_method\":", Some(method));
     }
-    json_num(out, b",\"status\":", u64::from(r.status));
+    if let Some(status) = r.status {
+        json_num(out, b",\"status\":", u64::from(status));
+    }
     if let Some(code) = r.grpc_status {
         json_num(out, b",\"grpc_status\":", u64::from(code));
     }
@@ -85,7 +87,10 @@ pub fn text_line(out: &mut Vec<u8>, r: &AccessRecord) {
     out.extend_from_slice(protocol(r.protocol).as_bytes());
     out.push(b'"');
     out.push(b' ');
-    uint(out, u64::from(r.status));
+    match r.status {
+        Some(status) => uint(out, u64::from(status)),
+        None => out.push(b'-'),
+    }
     out.push(b' ');
     match r.grpc_status {
         Some(code) => uint(out, u64::from(code)),

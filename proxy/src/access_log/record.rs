@@ -35,8 +35,8 @@ pub struct AccessRecord {
     pub request: RequestText,
     /// A gRPC call (`application/grpc*`): the line names the service and method of its path.
     pub grpc: bool,
-    /// Response status.
-    pub status: u16,
+    /// Response status; `None` when the caller went away before the response headers.
+    pub status: Option<u16>,
     /// gRPC status: the response headers' (trailers-only) or the trailers'.
     pub grpc_status: Option<u32>,
     /// `rest->grpc` or `grpc->rest` when the route translates.
@@ -95,7 +95,9 @@ pub struct RequestText {
 impl AccessRecord {
     /// An error answer: always written, whatever the sample says.
     pub fn is_error(&self) -> bool {
-        self.status >= 400 || self.grpc_status.is_some_and(|c| c != 0) || self.failure.is_some()
+        self.status.is_none_or(|s| s >= 400)
+            || self.grpc_status.is_some_and(|c| c != 0)
+            || self.failure.is_some()
     }
 
     /// Request path, without the query string.

@@ -27,7 +27,7 @@ fn record() -> AccessRecord {
             Some("r-1"),
         ),
         grpc: true,
-        status: 200,
+        status: Some(200),
         grpc_status: Some(0),
         translate: None,
         bytes_in: 12,
@@ -174,11 +174,15 @@ fn errors_are_those_with_a_failing_status_or_ferrys_answer() {
     r.grpc_status = Some(14);
     assert!(r.is_error());
     let mut r = record();
-    r.status = 404;
+    r.status = Some(404);
     assert!(r.is_error());
     let mut r = record();
     r.failure = Some("timeout");
     assert!(r.is_error());
+    let mut r = record();
+    r.status = None;
+    assert!(r.is_error(), "no answer at all");
+    assert!(json(&r).get("status").is_none());
 }
 
 fn sink(path: &Path, sample: f64, slower_than: Option<Duration>) -> ferry_config::AccessLog {
@@ -228,7 +232,7 @@ fn sample_zero_keeps_only_errors_and_slow_answers() {
     slow.total = Duration::from_secs(2);
     let mut failed = record();
     failed.request = RequestText::new("/", None, Some("failed"));
-    failed.status = 503;
+    failed.status = Some(503);
     for r in [record(), slow, record(), failed] {
         log.submit(&r);
     }

@@ -68,7 +68,7 @@ impl Pending {
         seen: Seen,
         outcome: &Outcome,
         forwarded: Option<&Forwarded>,
-        resp: &Response<ProxyBody>,
+        resp: Option<&Response<ProxyBody>>,
         ttfb: Duration,
     ) -> Self {
         let route = outcome.route.get();
@@ -99,8 +99,8 @@ impl Pending {
             method: seen.method,
             request: seen.request,
             grpc: seen.grpc,
-            status: resp.status().as_u16(),
-            grpc_status: grpc_status(resp.headers()),
+            status: resp.map(|r| r.status().as_u16()),
+            grpc_status: resp.and_then(|r| grpc_status(r.headers())),
             translate: route
                 .and_then(|r| r.config.translate.as_ref())
                 .map(|t| match t.direction {
@@ -114,14 +114,17 @@ impl Pending {
             upstream_duration: forwarded.map(|f| f.upstream_duration),
             ferry_duration,
             attempts: forwarded.map_or(0, |f| f.attempts),
-            failure: resp.extensions().get::<Rendered>().map(|r| r.0),
+            failure: match resp {
+                Some(r) => r.extensions().get::<Rendered>().map(|r| r.0),
+                None => Some(CANCELLED),
+            },
             peer_identity: seen.peer_identity,
             trace_id: outcome.trace(),
             span_id: outcome.span.get().copied(),
             // Only where ferry's limiter set the headers: an upstream's own are not ferry's.
             ratelimit: route
                 .filter(|r| !r.config.rate_limit.is_empty())
-                .and_then(|_| ratelimit(resp.headers())),
+                .and_then(|_| ratelimit(resp?.headers())),
         };
         Pending {
             record,
@@ -144,6 +147,26 @@ impl Pending {
         self.record.total = self.started.elapsed();
         self.log.submit(&self.record);
     }
+}
+
+/// The `failure` of a request whose caller went away before the response headers.
+const CANCELLED: &str = "cancelled";
+
+/// Writes the line of a request dropped before its response headers (the caller went away).
+pub(super) fn cancelled(log: &Arc<AccessLog>, listener: &Arc<str>, seen: Seen, outcome: &Outcome) {
+    let forwarded = outcome.forwarded.lock().ok().and_then(|f| f.clone());
+    let ttfb = outcome.started.elapsed();
+    let line = Pending::new(
+        log.clone(),
+        listener.clone(),
+        seen,
+        outcome,
+        forwarded.as_ref(),
+        None,
+        ttfb,
+    );
+    let request = outcome.request_bytes.load(Ordering::Relaxed);
+    line.finish(request, 0);
 }
 
 // === impl Outcome ===
