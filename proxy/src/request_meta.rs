@@ -300,18 +300,6 @@ where
     }
 }
 
-impl Drop for Pending {
-    /// Dropped unanswered: the caller went away (or the connection closed) before the response
-    /// headers; its access-log line says so.
-    fn drop(&mut self) {
-        if let (Some(seen), Some(log)) = (self.seen.take(), &self.recorder.access_log)
-            && self.outcome.route.get().is_none_or(|r| r.config.access_log)
-        {
-            access::cancelled(log, &self.recorder.listener, seen, &self.outcome);
-        }
-    }
-}
-
 // === impl Recorder ===
 
 impl Recorder {

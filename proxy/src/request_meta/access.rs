@@ -169,6 +169,18 @@ pub(super) fn cancelled(log: &Arc<AccessLog>, listener: &Arc<str>, seen: Seen, o
     line.finish(request, 0);
 }
 
+impl Drop for super::Pending {
+    /// Dropped unanswered: the caller went away (or the connection closed) before the response
+    /// headers; its access-log line says so.
+    fn drop(&mut self) {
+        if let (Some(seen), Some(log)) = (self.seen.take(), &self.recorder.access_log)
+            && self.outcome.route.get().is_none_or(|r| r.config.access_log)
+        {
+            cancelled(log, &self.recorder.listener, seen, &self.outcome);
+        }
+    }
+}
+
 // === impl Outcome ===
 
 impl Outcome {
