@@ -10,6 +10,8 @@ use std::path::Path;
 
 use crate::targets::Kind;
 
+pub mod access_log;
+
 const FERRY: &str = include_str!("../configs/ferry.yaml");
 const ENVOY: &str = include_str!("../configs/envoy.yaml");
 const HAPROXY: &str = include_str!("../configs/haproxy.cfg");

@@ -61,6 +61,9 @@ pub enum Scenario {
     /// at 0, 1 and 100 % sampling, spans exported over OTLP/gRPC to a counting sink (ferry;
     /// Envoy without and with its OpenTelemetry tracer at 100 %).
     Tracing,
+    /// HTTP/1.1 keep-alive saturation through one route without an access log, and with a
+    /// JSON sink at 100 % to a file (ferry only).
+    AccessLog,
 }
 
 /// Tensor sizes (FP32 elements) of the `translate` scenario.
@@ -95,7 +98,7 @@ pub fn fp32_activations(n: usize) -> String {
 
 impl Scenario {
     /// Every scenario, in run order.
-    pub const ALL: [Scenario; 19] = [
+    pub const ALL: [Scenario; 20] = [
         Scenario::ColdStart,
         Scenario::Memory,
         Scenario::H1Saturation,
@@ -115,6 +118,7 @@ impl Scenario {
         Scenario::LimitLocal,
         Scenario::LimitGlobal,
         Scenario::Tracing,
+        Scenario::AccessLog,
     ];
 
     /// Name used on the command line and in results.
@@ -139,6 +143,7 @@ impl Scenario {
             Scenario::LimitLocal => "limit_local",
             Scenario::LimitGlobal => "limit_global",
             Scenario::Tracing => "tracing",
+            Scenario::AccessLog => "access_log",
         }
     }
 
@@ -293,6 +298,7 @@ pub async fn run(plan: &Plan) -> Outcome {
             }
             if target.kind.is_ferry() {
                 ctx.limit_scenarios().await;
+                ctx.access_log_scenario().await;
             }
             let (samples, failures) = ctx.finish();
             outcome.samples.extend(samples);

@@ -114,6 +114,8 @@ pub enum Setup {
     Limits(configs::Limit),
     /// One route with or without tracing (ferry and Envoy, `configs/*-tracing.yaml`).
     Tracing(configs::Tracing),
+    /// One route with (`true`) or without a JSON access log (ferry only).
+    AccessLog(bool),
 }
 
 /// A started target.
@@ -225,6 +227,9 @@ impl Target {
             }
             Setup::Limits(limit) => configs::render_limits(self.kind, ports, workdir, limit),
             Setup::Tracing(tracing) => configs::render_tracing(self.kind, ports, workdir, tracing),
+            Setup::AccessLog(on) => {
+                configs::access_log::render_access_log(self.kind, ports, workdir, on)
+            }
         }
         .ok_or_else(|| BenchError::Process(format!("no config for {}", self.kind.name())))?;
         // Envoy picks its parser by extension; the others do not care.

@@ -135,6 +135,7 @@ fn validate(files: &[PathBuf]) -> ExitCode {
         match ferry_config::load(file)
             .and_then(|config| ferry_proxy::descriptors::Descriptors::load(&config).map(|_| config))
             .and_then(|config| ferry_proxy::tls::TlsFiles::load(&config).map(|_| config))
+            .and_then(|config| ferry_proxy::access_log::check(&config).map(|()| config))
         {
             Ok(config) => println!("{}: ok (version {})", file.display(), config.version),
             Err(errors) => {
@@ -206,6 +207,11 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(64));
     }
     if let Err(errors) = ferry_proxy::tls::TlsFiles::load(&config) {
+        eprintln!("{errors}");
+        return Ok(ExitCode::from(64));
+    }
+    // Access-log files too: a sink ferry cannot write is refused before anything listens.
+    if let Err(errors) = ferry_proxy::access_log::check(&config) {
         eprintln!("{errors}");
         return Ok(ExitCode::from(64));
     }

@@ -41,6 +41,7 @@ pub fn default_config() -> Config {
         identity: None,
         redis: None,
         tracing: None,
+        access_log: Vec::new(),
         listeners: vec![
             listener("inbound", SocketAddr::from(([0, 0, 0, 0], 15006)), "local"),
             listener("outbound", loopback(15001), "passthrough"),
@@ -84,6 +85,7 @@ pub fn one_route_translate_config(
         identity: None,
         redis: None,
         tracing: None,
+        access_log: Vec::new(),
         listeners: vec![main],
         clusters: vec![cluster(
             "upstream",
@@ -125,6 +127,7 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             authorization: None,
             rate_limit: Vec::new(),
             concurrency: None,
+            access_log: true,
             load_report: Default::default(),
         }],
         limits: ListenerLimits {

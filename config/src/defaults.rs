@@ -104,3 +104,5 @@ pub const SAMPLING_RATIO: f64 = 1.0;
 pub const TRACING_QUEUE: usize = 2048;
 /// Largest accepted `tracing.queue`.
 pub const MAX_TRACING_QUEUE: usize = 1 << 20;
+/// `access_log[].sample`.
+pub const ACCESS_LOG_SAMPLE: f64 = 1.0;

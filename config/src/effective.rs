@@ -18,6 +18,7 @@ use crate::ir::{
 };
 use crate::validate::{Parts, format_duration, format_percent};
 
+mod access_log;
 mod cluster;
 mod limits;
 mod tls;
@@ -46,6 +47,12 @@ pub(crate) fn finish(parts: Parts) -> Config {
     }
     if let Some(t) = &parts.tracing {
         effective.insert("tracing".into(), tracing::tracing(t));
+    }
+    if !parts.access_log.is_empty() {
+        effective.insert(
+            "access_log".into(),
+            access_log::access_log(&parts.access_log),
+        );
     }
     effective.insert(
         "listeners".into(),
@@ -81,6 +88,7 @@ pub(crate) fn finish(parts: Parts) -> Config {
         identity: parts.identity,
         redis: parts.redis,
         tracing: parts.tracing,
+        access_log: parts.access_log,
         version,
         effective_json: Arc::new(effective),
     }
@@ -222,6 +230,9 @@ fn route(r: &Route) -> Value {
     }
     if let Some(c) = &r.concurrency {
         out.insert("concurrency".into(), limits::concurrency(c));
+    }
+    if !r.access_log {
+        out.insert("access_log".into(), false.into());
     }
     if r.load_report != crate::ir::RouteLoadReport::default() {
         out.insert(

@@ -11,6 +11,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod access_log;
 mod cluster;
 mod limits;
 mod route;
@@ -19,6 +20,7 @@ mod tls;
 mod tracing;
 mod translate;
 
+pub use access_log::{AccessLog, AccessLogFormat};
 pub use cluster::{
     Cluster, Endpoints, HostPort, LbPolicy, LoadMetric, LoadReportLb, OutlierDetection, SlowStart,
     UpstreamProtocol,
@@ -60,6 +62,8 @@ pub struct Config {
     pub redis: Option<Redis>,
     /// Span export, propagation and sampling; `None` = no tracing.
     pub tracing: Option<Tracing>,
+    /// Access-log sinks, in file order; empty = no access log.
+    pub access_log: Vec<AccessLog>,
     /// Hex digest (SHA-256 or similar stable hash) of the canonical config, shown in
     /// `/config_dump` and logs so operators can tell which config is live.
     pub version: String,

@@ -7,6 +7,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+mod access_log;
 mod cluster;
 mod lb;
 mod limits;
@@ -17,6 +18,7 @@ mod tensors;
 mod tls;
 mod tracing;
 
+pub use access_log::{AccessLogFormatSpec, AccessLogSpec};
 pub use cluster::{
     DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
 };
@@ -64,6 +66,9 @@ pub struct RawConfig {
     /// Distributed tracing: OTLP span export, trace-context propagation and sampling;
     /// omitted = no tracing.
     pub tracing: Option<TracingSpec>,
+    /// Access-log sinks: one line per request on every listener, to each sink; omitted = no
+    /// access log (and no cost).
+    pub access_log: Option<Vec<AccessLogSpec>>,
     /// Data-plane listeners.
     #[serde(default)]
     pub listeners: Vec<RawListener>,

@@ -15,6 +15,7 @@ use crate::parse::LoadOptions;
 use crate::raw::{DurationText, RawConfig, RawListener, SocketAddrText};
 use crate::yaml::PosIndex;
 
+mod access_log;
 mod cluster;
 mod limits;
 mod matchers;
@@ -129,6 +130,7 @@ pub(crate) struct Parts {
     pub(crate) identity: Option<crate::ir::Identity>,
     pub(crate) redis: Option<crate::ir::Redis>,
     pub(crate) tracing: Option<crate::ir::Tracing>,
+    pub(crate) access_log: Vec<crate::ir::AccessLog>,
 }
 
 /// Validates a whole file; errors are left in `ctx`.
@@ -177,6 +179,7 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig, options: &LoadOptions) -
     // Likewise a redis with errors: `scope: global` limits are not also reported.
     let has_redis = raw.redis.is_some();
     let tracing = tracing::tracing(ctx, raw.tracing.as_ref());
+    let access_log = access_log::access_log(ctx, raw.access_log.as_deref());
     let clusters = cluster::clusters(ctx, &raw.clusters, has_identity);
     let mut names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     names.sort_unstable();
@@ -200,6 +203,7 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, raw: RawConfig, options: &LoadOptions) -
         identity,
         redis,
         tracing,
+        access_log,
     }
 }
 

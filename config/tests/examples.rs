@@ -46,7 +46,12 @@ fn every_example_parses_and_round_trips() {
             seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
         }
     }
-    for required in ["full.yaml", "default.yaml", "tracing.yaml"] {
+    for required in [
+        "full.yaml",
+        "default.yaml",
+        "tracing.yaml",
+        "access-log.yaml",
+    ] {
         assert!(
             seen.iter().any(|s| s == required),
             "{required} missing from {seen:?}"

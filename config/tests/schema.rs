@@ -50,6 +50,7 @@ fn schema_is_json_and_names_the_top_level_keys() {
             "identity",
             "redis",
             "tracing",
+            "access_log",
             "listeners",
             "clusters"
         ])

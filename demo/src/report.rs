@@ -16,7 +16,7 @@ pub fn pair(exchanges: &[Exchange], mut records: Vec<AccessRecord>) -> Vec<Optio
         .map(|e| {
             let i = records
                 .iter()
-                .position(|r| r.method == e.method && r.path == e.path)?;
+                .position(|r| r.method == e.method && r.path() == e.path)?;
             Some(records.remove(i))
         })
         .collect()
@@ -67,9 +67,10 @@ pub fn record_line(r: &AccessRecord) -> String {
     format!(
         "{} {} {}  status={}  in ferry {} (upstream {})",
         r.method,
-        r.path,
+        r.path(),
         matched(r),
-        r.status,
+        r.status
+            .map_or_else(|| "- (caller gone)".to_owned(), |s| s.to_string()),
         ms(r.duration),
         r.upstream_duration.map_or_else(|| "-".to_owned(), ms),
     )

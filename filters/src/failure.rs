@@ -37,6 +37,11 @@ pub enum Side {
     Upstream,
 }
 
+/// An answer ferry made itself, tagged with the error's [`Classify::reason`] as a response
+/// extension: the access log's `failure` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rendered(pub &'static str);
+
 /// What every typed error on the data path says about itself.
 pub trait Classify: Error + Send + Sync + 'static {
     /// Who failed.
@@ -125,6 +130,7 @@ pub fn render(e: &dyn Classify, grpc: bool) -> Response<TranslateBody> {
     if grpc {
         let mut resp = grpc_status_answer(e.grpc_code(), &message);
         e.extra_headers(resp.headers_mut());
+        resp.extensions_mut().insert(Rendered(e.reason()));
         return resp;
     }
     let body = e
@@ -136,6 +142,7 @@ pub fn render(e: &dyn Classify, grpc: bool) -> Response<TranslateBody> {
             .insert(CONNECTION, HeaderValue::from_static("close"));
     }
     e.extra_headers(resp.headers_mut());
+    resp.extensions_mut().insert(Rendered(e.reason()));
     resp
 }
 

@@ -15,7 +15,7 @@ use ferry_config::Config;
 use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::access_log::AccessRecord;
+use crate::access_log::{AccessLogError, AccessLogs, AccessRecord};
 use crate::descriptors::Descriptors;
 use crate::limits::LimitStates;
 use crate::listener::{self, ListenerHandle};
@@ -67,6 +67,9 @@ pub enum StartError {
     /// The `tracing` block's exporter cannot be built.
     #[error(transparent)]
     Traces(#[from] crate::traces::TracesError),
+    /// An access-log writer could not be started.
+    #[error(transparent)]
+    AccessLog(#[from] AccessLogError),
     /// Writing the bound-addresses file failed.
     #[error("cannot write {path}: {source}")]
     AddressFile {
@@ -115,11 +118,14 @@ impl Proxy {
         tokio::spawn(crate::limits::reap(Arc::downgrade(&limits)));
         let traces = Arc::new(Traces::default());
         let tracing = traces.for_config(config.tracing.as_ref(), &metrics)?;
+        let access_logs = Arc::new(AccessLogs::new(opts.access_log));
+        access_logs.reopen_on_sigusr1();
+        let access_log = access_logs.for_config(&config.access_log, &metrics)?;
         let cx = stack::Context {
             metrics: &metrics,
             states: &states,
             transport: &Transport::Network,
-            access_log: opts.access_log.as_ref(),
+            access_log: access_log.as_ref(),
             identity: &identity,
             tls: &tls,
             limits: &limits,
@@ -130,7 +136,7 @@ impl Proxy {
             table,
             metrics,
             states,
-            opts.access_log,
+            access_logs,
             identity,
             limits,
             traces,
@@ -246,6 +252,10 @@ impl Proxy {
             .traces
             .flush(left.max(Duration::from_millis(100)))
             .await;
+        // Access-log writers drain on a short tick: give the drained requests' lines one.
+        if self.inner.shared.access_logs.any() {
+            tokio::time::sleep(crate::access_log::FLUSH_WAIT).await;
+        }
         let _ = self.admin_stop.send(true);
         let _ = self.admin_task.await;
     }
@@ -294,11 +304,15 @@ impl Inner {
             .shared
             .traces
             .for_config(config.tracing.as_ref(), &self.shared.metrics)?;
+        let access_log = self
+            .shared
+            .access_logs
+            .for_config(&config.access_log, &self.shared.metrics)?;
         let cx = stack::Context {
             metrics: &self.shared.metrics,
             states: &self.shared.routes,
             transport: &Transport::Network,
-            access_log: self.shared.access_log.as_ref(),
+            access_log: access_log.as_ref(),
             identity: &self.shared.identity,
             tls: &tls,
             limits: &self.shared.limits,

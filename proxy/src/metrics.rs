@@ -137,6 +137,16 @@ pub struct RetryLabels {
     pub reason: &'static str,
 }
 
+/// Labels of dropped access-log lines.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct AccessLogDropLabels {
+    /// The sink's path as configured.
+    pub path: Name,
+    /// `queue_full` (the sink's batch was full: its writer is behind or stuck) or `write_failed`
+    /// (the file could not be written).
+    pub reason: &'static str,
+}
+
 /// Labels of dropped spans.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DropLabels {
@@ -372,6 +382,8 @@ pub struct Metrics {
     pub trace_spans_exported: Counter,
     /// `ferry_trace_spans_dropped_total`: spans given up, by reason.
     pub trace_spans_dropped: Family<DropLabels, Counter>,
+    /// `ferry_access_log_dropped_total`: access-log lines given up, by sink and reason.
+    pub access_log_dropped: Family<AccessLogDropLabels, Counter>,
 }
 
 // === impl Metrics ===
@@ -414,6 +426,7 @@ impl Metrics {
             concurrency_queue_seconds: Family::new_with_constructor(latency_histogram),
             trace_spans_exported: Counter::default(),
             trace_spans_dropped: Family::default(),
+            access_log_dropped: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -575,6 +588,11 @@ impl Metrics {
             "ferry_trace_spans_dropped",
             "Spans given up: export queue full, export failed, or shut down",
             m.trace_spans_dropped.clone(),
+        );
+        registry.register(
+            "ferry_access_log_dropped",
+            "Access-log lines given up: the sink's batch was full, or its file failed",
+            m.access_log_dropped.clone(),
         );
         Self { registry, ..m }
     }

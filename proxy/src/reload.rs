@@ -109,6 +109,7 @@ pub(crate) fn watch<R: Reloadable>(
                     ferry_config::load_with(&load_path, &options).map_err(Refused::Config)?;
                 let descriptors = Descriptors::load(&config).map_err(Refused::Config)?;
                 let tls = TlsFiles::load(&config).map_err(Refused::Tls)?;
+                crate::access_log::check(&config).map_err(Refused::Config)?;
                 Ok::<_, Refused>((config, descriptors, tls))
             })
             .await;

@@ -14,14 +14,17 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use ferry_filters::model_name::ModelRef;
-use ferry_filters::trace_context::TraceId;
+use ferry_filters::trace_context::{SpanId, TraceId};
 use http::{Request, Response};
-use tokio::sync::mpsc;
 
-use crate::access_log::AccessRecord;
+use crate::access_log::AccessLog;
 use crate::body::{BoxError, ProxyBody};
 use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels, TraceExemplar};
 use crate::route::RouteEntry;
+
+mod access;
+
+use access::{Pending as PendingLine, Seen};
 
 /// What inner layers learned about one request.
 #[derive(Debug)]
@@ -31,8 +34,15 @@ pub struct Outcome {
     model: OnceLock<ModelRef>,
     forwarded: Mutex<Option<Forwarded>>,
     trace: OnceLock<(TraceId, bool)>,
+    /// This hop's recorded server span (set when an attempt opens its client span).
+    span: OnceLock<SpanId>,
     /// Request body bytes read so far (the connection's body wrapper counts them).
     request_bytes: std::sync::atomic::AtomicU64,
+    /// The access record waiting for the response body to end; only with an access log.
+    access: Mutex<Option<Box<PendingLine>>>,
+    /// Whether `access` was filled: without an access log, finishing a request reads this
+    /// flag and takes no lock.
+    has_access: std::sync::atomic::AtomicBool,
 }
 
 /// Where a request went.
@@ -71,7 +81,7 @@ struct Recorder {
     /// `ferry_requests_total` of unrouted 404s, the common unrouted answer, registered once.
     unrouted: prometheus_client::metrics::counter::Counter,
     metrics: Arc<Metrics>,
-    access_log: Option<mpsc::Sender<AccessRecord>>,
+    access_log: Option<Arc<AccessLog>>,
 }
 
 // === impl Outcome ===
@@ -91,7 +101,10 @@ impl Outcome {
             model: OnceLock::new(),
             forwarded: Mutex::new(None),
             trace: OnceLock::new(),
+            span: OnceLock::new(),
             request_bytes: std::sync::atomic::AtomicU64::new(0),
+            access: Mutex::new(None),
+            has_access: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -101,16 +114,25 @@ impl Outcome {
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Observes the request's body sizes into its route's histograms (when it had a route):
-    /// called once the answer's body is done, when both are known.
+    /// Observes the request's body sizes into its route's histograms (when it had a route)
+    /// and writes its access record: called once the answer's body is done, when both are
+    /// known.
     pub fn observe_sizes(&self, response_bytes: u64) {
+        let request = self
+            .request_bytes
+            .load(std::sync::atomic::Ordering::Relaxed);
         if let Some(route) = self.route.get() {
-            let request = self
-                .request_bytes
-                .load(std::sync::atomic::Ordering::Relaxed);
             route.request_size.observe(request as f64);
             route.response_size.observe(response_bytes as f64);
         }
+        if let Some(line) = self.take_access() {
+            line.finish(request, response_bytes);
+        }
+    }
+
+    /// Records this hop's server span id.
+    pub fn set_span(&self, id: SpanId) {
+        let _ = self.span.set(id);
     }
 
     /// When the request was received.
@@ -166,7 +188,7 @@ impl RequestMetaLayer {
     pub fn new(
         listener: Arc<str>,
         metrics: &Arc<Metrics>,
-        access_log: Option<mpsc::Sender<AccessRecord>>,
+        access_log: Option<Arc<AccessLog>>,
     ) -> Self {
         let empty = metrics.empty.clone();
         let unrouted = metrics
@@ -228,13 +250,7 @@ where
         };
         let start = outcome.started();
         // Only the access log needs these; without one, nothing is copied per request.
-        let seen = self.shared.access_log.is_some().then(|| Seen {
-            method: req.method().clone(),
-            path: req.uri().path().to_owned(),
-            peer_identity: ferry_filters::connection::Connection::of(&req)
-                .and_then(|c| c.identity.as_ref())
-                .map(|i| i.0.clone()),
-        });
+        let seen = self.shared.access_log.is_some().then(|| Seen::of(&req));
         ResponseFuture {
             inner: self.inner.call(req),
             done: Some(Pending {
@@ -245,14 +261,6 @@ where
             }),
         }
     }
-}
-
-/// What the access record needs from the request, copied only when there is an access log.
-#[derive(Debug)]
-struct Seen {
-    method: http::Method,
-    path: String,
-    peer_identity: Option<Arc<str>>,
 }
 
 /// What is recorded once the answer is ready.
@@ -284,8 +292,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let resp = ready!(this.inner.poll(cx))?;
-        if let Some(p) = this.done.take() {
-            p.recorder.record(&resp, p.start, &p.outcome, p.seen);
+        if let Some(mut p) = this.done.take() {
+            let seen = p.seen.take();
+            p.recorder.record(&resp, p.start, &p.outcome, seen);
         }
         Poll::Ready(Ok(resp))
     }
@@ -355,36 +364,26 @@ impl Recorder {
                     .observe(duration.as_secs_f64(), None, None);
             }
         }
-        let (
-            Some(tx),
-            Some(Seen {
-                method,
-                path,
-                peer_identity,
-            }),
-        ) = (&self.access_log, seen)
-        else {
+        let (Some(log), Some(seen)) = (&self.access_log, seen) else {
             return;
         };
-        let (model, model_version) = match outcome.model.get() {
-            Some(m) => (Some(m.name.clone()), m.version.clone()),
-            None => (None, None),
-        };
-        let _ = tx.try_send(AccessRecord {
-            listener: self.listener.clone(),
-            route: outcome.route.get().map(|r| r.name.clone()),
-            model,
-            model_version,
-            cluster,
-            endpoint: forwarded.as_ref().map(|f| f.endpoint),
-            method,
-            path,
-            status: code,
+        if outcome.route.get().is_some_and(|r| !r.config.access_log) {
+            return;
+        }
+        let line = PendingLine::new(
+            log.clone(),
+            self.listener.clone(),
+            seen,
+            outcome,
+            forwarded.as_ref(),
+            Some(resp),
             duration,
-            upstream_duration: forwarded.as_ref().map(|f| f.upstream_duration),
-            attempts: forwarded.as_ref().map(|f| f.attempts).unwrap_or(0),
-            peer_identity,
-            trace_id: outcome.trace().map(|t| t.to_hex()),
-        });
+        );
+        if let Ok(mut slot) = outcome.access.lock() {
+            *slot = Some(Box::new(line));
+            outcome
+                .has_access
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
     }
 }

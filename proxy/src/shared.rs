@@ -3,16 +3,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use arc_swap::ArcSwap;
-use tokio::sync::mpsc;
-
-use crate::access_log::AccessRecord;
+use crate::access_log::AccessLogs;
 use crate::limits::LimitStates;
 use crate::metrics::Metrics;
 use crate::state::RouteStates;
 use crate::table::Table;
 use crate::tls::IdentityStore;
 use crate::traces::Traces;
+use arc_swap::ArcSwap;
 
 /// Shared state.
 #[derive(Debug)]
@@ -25,8 +23,8 @@ pub struct Shared {
     pub routes: RouteStates,
     /// Set when SIGTERM starts draining: `/ready` answers 503.
     draining: AtomicBool,
-    /// Optional access-record sink.
-    pub access_log: Option<mpsc::Sender<AccessRecord>>,
+    /// The access-log writers (kept across reloads) and `ferry demo`'s record channel.
+    pub access_logs: Arc<AccessLogs>,
     /// The workload identity new TLS handshakes use.
     pub identity: Arc<IdentityStore>,
     /// Rate-limit buckets and concurrency slots, kept across reloads.
@@ -43,7 +41,7 @@ impl Shared {
         table: Table,
         metrics: Arc<Metrics>,
         routes: RouteStates,
-        access_log: Option<mpsc::Sender<AccessRecord>>,
+        access_logs: Arc<AccessLogs>,
         identity: Arc<IdentityStore>,
         limits: Arc<LimitStates>,
         traces: Arc<Traces>,
@@ -53,10 +51,10 @@ impl Shared {
             metrics,
             routes,
             draining: AtomicBool::new(false),
-            access_log,
             identity,
             limits,
             traces,
+            access_logs,
         })
     }
 

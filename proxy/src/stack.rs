@@ -16,10 +16,7 @@ mod route;
 
 use std::sync::Arc;
 
-use ferry_filters::failure::RenderErrors;
-use tokio::sync::mpsc;
-
-use crate::access_log::AccessRecord;
+use crate::access_log::AccessLog;
 use crate::limits::LimitStates;
 use crate::metrics::Metrics;
 use crate::request_body::RequestBody;
@@ -30,6 +27,7 @@ use crate::state::RouteStates;
 use crate::tls::{IdentityStore, TlsFiles};
 use crate::traces::RouteTracing;
 use crate::upstream::Transport;
+use ferry_filters::failure::RenderErrors;
 
 pub use self::listener::listener;
 pub use self::route::{RouteParts, route, route_trace_layer};
@@ -50,8 +48,8 @@ pub struct Context<'a> {
     pub states: &'a RouteStates,
     /// How clusters reach their endpoints.
     pub transport: &'a Transport,
-    /// Access-record sink.
-    pub access_log: Option<&'a mpsc::Sender<AccessRecord>>,
+    /// The config's access-log sinks (and `ferry demo`'s channel); `None` = nothing recorded.
+    pub access_log: Option<&'a Arc<AccessLog>>,
     /// The workload identity listeners and mesh clusters present (swapped on rotation).
     pub identity: &'a Arc<IdentityStore>,
     /// The TLS files this config names (server-mode clusters' CA bundles).

@@ -134,11 +134,18 @@ async fn load_as_the_proxy_does(path: &Path) -> Vec<PathBuf> {
     let tracing = traces
         .for_config(config.tracing.as_ref(), &metrics)
         .unwrap_or_else(|e| panic!("{shown}: {e}"));
+    // An example's access-log sinks must be writable here too (they name /dev/stdout), and
+    // their writers start as `ferry run` starts them.
+    ferry_proxy::access_log::check(&config).unwrap_or_else(|e| panic!("{shown}:\n{e}"));
+    let access_logs = ferry_proxy::access_log::AccessLogs::default();
+    let access_log = access_logs
+        .for_config(&config.access_log, &metrics)
+        .unwrap_or_else(|e| panic!("{shown}: {e}"));
     let cx = ferry_proxy::stack::Context {
         metrics: &metrics,
         states: &states,
         transport: &ferry_proxy::upstream::Transport::Network,
-        access_log: None,
+        access_log: access_log.as_ref(),
         identity: &identity,
         tls: &tls,
         limits: &ferry_proxy::limits::LimitStates::default(),

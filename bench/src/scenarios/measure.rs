@@ -1,5 +1,6 @@
 //! Measuring one target: start it, drive each scenario's load, read its CPU and memory.
 
+mod access_log;
 mod limits;
 mod mtls;
 mod tracing;
@@ -205,7 +206,8 @@ impl<'a> Ctx<'a> {
             | Scenario::MtlsMemory
             | Scenario::LimitLocal
             | Scenario::LimitGlobal
-            | Scenario::Tracing => {}
+            | Scenario::Tracing
+            | Scenario::AccessLog => {}
         }
         Ok(())
     }

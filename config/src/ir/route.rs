@@ -40,6 +40,9 @@ pub struct Route {
     pub rate_limit: Vec<super::RateLimit>,
     /// In-flight cap per route and model; `None` = none.
     pub concurrency: Option<super::Concurrency>,
+    /// Whether this route's requests are written to the access-log sinks (`access_log: false`
+    /// silences health checks). Default true.
+    pub access_log: bool,
     /// Load reports on the route's answers. Default: neither added nor stripped.
     pub load_report: RouteLoadReport,
 }

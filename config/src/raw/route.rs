@@ -44,6 +44,9 @@ pub struct RawRoute {
     pub rate_limit: Vec<super::RateLimitSpec>,
     /// Cap on requests in flight to the upstream, per model; omitted = none.
     pub concurrency: Option<super::ConcurrencySpec>,
+    /// `false`: this route's requests write no access-log line (e.g. health checks). Default
+    /// `true` (every sink in the top-level `access_log` gets them).
+    pub access_log: Option<bool>,
     /// Load reports on this route's answers: ferry's own (`report`) and the upstream's
     /// (`strip`); omitted = answers pass as the upstream sent them.
     pub load_report: Option<RouteLoadReportSpec>,

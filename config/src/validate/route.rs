@@ -100,6 +100,7 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str], has_red
     Route {
         rate_limit: rate_limits(ctx, &format!("{path}.rate_limit"), &r.rate_limit, facts),
         concurrency: concurrency(ctx, &format!("{path}.concurrency"), r.concurrency.as_ref()),
+        access_log: r.access_log.unwrap_or(true),
         load_report: route_load_report(ctx, path, r),
         name: r.name.0.clone(),
         matcher,

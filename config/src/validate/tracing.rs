@@ -155,7 +155,7 @@ fn sampling(ctx: &mut Ctx<'_>, spec: &SamplingSpec) -> Sampling {
 }
 
 /// An optional duration that must be > 0 when given; `None` when absent or invalid.
-fn positive_duration(
+pub(super) fn positive_duration(
     ctx: &mut Ctx<'_>,
     path: &str,
     text: Option<&DurationText>,
@@ -174,7 +174,7 @@ fn positive_duration(
 }
 
 /// `0.01`, `1`, `0`: a finite number from 0 to 1.
-fn parse_ratio(text: &str) -> Result<f64, String> {
+pub(super) fn parse_ratio(text: &str) -> Result<f64, String> {
     let bad = || format!("invalid ratio {text:?} (expected a number from 0 to 1, e.g. 0.01)");
     // Rust also reads `inf`, `NaN` and `+1`; the file only has plain decimals.
     let plain = text

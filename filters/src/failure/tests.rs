@@ -37,6 +37,19 @@ async fn grpc_callers_get_trailers_only_answers() {
     assert!(body_text(resp).await.is_empty());
 }
 
+#[test]
+fn rendered_answers_carry_their_reason_for_the_access_log() {
+    let e: BoxError = Box::new(BodyTooLarge { limit: 9 });
+    for grpc in [false, true] {
+        let resp = render_error(e.as_ref(), &[classify_filters], grpc);
+        assert_eq!(
+            resp.extensions().get::<Rendered>(),
+            Some(&Rendered("body_too_large")),
+            "grpc: {grpc}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn unknown_errors_are_internal() {
     let e: BoxError = "something odd".into();

@@ -3,6 +3,7 @@
 //! TLS peers (curl, openssl, Python grpcio) and a rustls client in front. Everything on
 //! 127.0.0.1 with ports from the kernel.
 
+mod access_log;
 mod authz;
 mod grpcio;
 mod hop;

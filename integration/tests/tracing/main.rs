@@ -18,8 +18,8 @@
 //! streams, gRPC status codes) and `backend_dead` (a killed backend costs dropped spans, never
 //! requests or memory).
 //!
-//! Not covered: the access record's `trace_id`, since `ferry run` writes no access log (only
-//! the library's embedders, such as `ferry demo`, receive access records).
+//! The access log's `trace_id` and `span_id` are checked in `tests/access_log/` (two sidecars
+//! whose lines join on them).
 
 #![allow(
     clippy::unwrap_used,

@@ -45,6 +45,10 @@ impl AttemptSpan {
         attempt: u32,
     ) -> Option<AttemptSpan> {
         let hop = HopTrace::of(req)?.clone();
+        // The access record's span_id: this hop's recorded server span.
+        if let Some(outcome) = crate::request_meta::Outcome::of(req) {
+            outcome.set_span(hop.span_id());
+        }
         let span = new_span_id();
         hop.inject(req.headers_mut(), span);
         let method = req.method().as_str();

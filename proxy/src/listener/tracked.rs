@@ -72,10 +72,12 @@ impl Body for Tracked {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
-        if let Some(Ok(f)) = &frame
-            && let Some(data) = f.data_ref()
-        {
-            self.bytes += data.len() as u64;
+        if let Some(Ok(f)) = &frame {
+            if let Some(data) = f.data_ref() {
+                self.bytes += data.len() as u64;
+            } else if let Some(trailers) = f.trailers_ref() {
+                self.outcome.observe_trailers(trailers);
+            }
         }
         Poll::Ready(frame)
     }

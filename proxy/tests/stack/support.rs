@@ -135,7 +135,7 @@ impl Stack {
                 table,
                 metrics,
                 states,
-                None,
+                Default::default(),
                 identity,
                 limits,
                 Default::default(),
