@@ -177,16 +177,8 @@ impl Endpoint {
         if let Ok(mut s) = self.state.lock() {
             let rtt = rtt.as_nanos() as f64;
             let w = weight(&s, now);
-            let current = s.ewma_ns * w;
-            let stale = now.saturating_duration_since(s.updated) > PROBE_AFTER;
-            s.ewma_ns = if rtt > current {
-                // A peak is taken at once, but at most doubling the estimate per answer
-                // (unless the estimate is stale: a probe is judged by its answer alone). One
-                // late answer (a preempted replica, a GC pause) then keeps a replica out for
-                // one decay half-life (~1.4 s), not the several it takes to decay from 10x or
-                // more (70/30 streaks at 200 req/s, bench/results/2026-12-05-spread), while a
-                // replica that is really 10x slower gets there in four answers.
-                if stale { rtt } else { rtt.min(2.0 * current) }
+            s.ewma_ns = if rtt > s.ewma_ns * w {
+                rtt
             } else {
                 // The longer since the last answer, the more the new one counts.
                 s.ewma_ns * w + rtt * (1.0 - w)
