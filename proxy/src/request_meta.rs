@@ -19,7 +19,7 @@ use http::{Request, Response};
 
 use crate::access_log::AccessLog;
 use crate::body::{BoxError, ProxyBody};
-use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels, TraceExemplar};
+use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels, TraceExemplar, TraceHex};
 use crate::route::RouteEntry;
 
 mod access;
@@ -33,7 +33,9 @@ pub struct Outcome {
     route: OnceLock<Arc<RouteEntry>>,
     model: OnceLock<ModelRef>,
     forwarded: Mutex<Option<Forwarded>>,
-    trace: OnceLock<(TraceId, bool)>,
+    /// A mutex, not a `OnceLock`: set once per request on every traced route, and
+    /// `OnceLock::set` goes through `Once`'s slow path (~80 instructions) each time.
+    trace: Mutex<Option<(TraceId, bool)>>,
     /// This hop's recorded server span (set when an attempt opens its client span).
     span: OnceLock<SpanId>,
     /// Request body bytes read so far (the connection's body wrapper counts them).
@@ -100,7 +102,7 @@ impl Outcome {
             route: OnceLock::new(),
             model: OnceLock::new(),
             forwarded: Mutex::new(None),
-            trace: OnceLock::new(),
+            trace: Mutex::new(None),
             span: OnceLock::new(),
             request_bytes: std::sync::atomic::AtomicU64::new(0),
             access: Mutex::new(None),
@@ -142,12 +144,21 @@ impl Outcome {
 
     /// Records the request's trace id and whether it is sampled.
     pub fn set_trace(&self, id: TraceId, sampled: bool) {
-        let _ = self.trace.set((id, sampled));
+        if let Ok(mut t) = self.trace.lock()
+            && t.is_none()
+        {
+            *t = Some((id, sampled));
+        }
     }
 
     /// The request's trace id, when the route traces.
     pub fn trace(&self) -> Option<TraceId> {
-        self.trace.get().map(|(id, _)| *id)
+        self.traced().map(|(id, _)| id)
+    }
+
+    /// The request's trace id and sampling decision, when the route traces.
+    fn traced(&self) -> Option<(TraceId, bool)> {
+        self.trace.lock().ok().and_then(|t| *t)
     }
 
     /// The outcome slot of a request, if the metadata layer put one there.
@@ -318,14 +329,12 @@ impl Recorder {
         match outcome.route.get() {
             Some(route) => {
                 route.requests.inc(cluster.as_ref(), code, &metrics.empty);
-                let exemplar =
-                    outcome
-                        .trace
-                        .get()
-                        .filter(|(_, sampled)| *sampled)
-                        .map(|(id, _)| TraceExemplar {
-                            trace_id: id.to_hex(),
-                        });
+                let exemplar = outcome
+                    .traced()
+                    .filter(|(_, sampled)| *sampled)
+                    .map(|(id, _)| TraceExemplar {
+                        trace_id: TraceHex(id.0),
+                    });
                 route
                     .duration
                     .observe(duration.as_secs_f64(), exemplar, None);

@@ -186,7 +186,10 @@ pub fn route_trace_layer(
         ratio: t.ratio,
         tail: t.tail,
         sink: t.sink.clone(),
-        attributes: attributes.into(),
+        attributes: Arc::new(ferry_filters::trace_context::FixedAttributes::new(
+            attributes,
+        )),
+        names: Some(ferry_filters::trace_context::SpanNames::new(&r.name)),
         on_trace: Some(Arc::new(|ext: &http::Extensions, id, sampled| {
             let outcome = ext.get::<Arc<Outcome>>()?;
             outcome.set_trace(id, sampled);
