@@ -166,12 +166,12 @@ where
             )
             .with_fixed(s.attributes.clone()),
         );
-        describe(&hop, &req, s);
+        let grpc = crate::failure::is_grpc(req.headers());
+        describe(&hop, &req, s, grpc);
         if !s.attempts_inject {
             hop.inject(req.headers_mut(), hop.span_id());
         }
         req.extensions_mut().insert(hop.clone());
-        let grpc = crate::failure::is_grpc(req.headers());
         ResponseFuture {
             inner: self.inner.call(req),
             hop: Some(hop),
@@ -183,7 +183,7 @@ where
 
 /// The SERVER span's name and request attributes (OpenTelemetry HTTP and RPC conventions,
 /// plus ferry's own).
-fn describe<B>(hop: &HopTrace, req: &Request<B>, s: &TraceSettings) {
+fn describe<B>(hop: &HopTrace, req: &Request<B>, s: &TraceSettings, grpc: bool) {
     let path = req.uri().path();
     // The route's own attributes are shared by the hop (`FixedAttributes`), not copied.
     let mut kvs = Vec::with_capacity(10);
@@ -208,8 +208,9 @@ fn describe<B>(hop: &HopTrace, req: &Request<B>, s: &TraceSettings) {
             ));
         }
     }
-    let grpc = rpc_parts(req.headers(), path);
-    let name: opentelemetry::StringValue = match grpc {
+    // `grpc` was read from the content type once, by the caller.
+    let rpc = grpc.then(|| rpc_method(path)).flatten();
+    let name: opentelemetry::StringValue = match rpc {
         Some((service, m)) => {
             kvs.push(KeyValue::new("rpc.system", "grpc"));
             kvs.push(KeyValue::new("rpc.service", service.to_owned()));
@@ -255,14 +256,8 @@ fn authority<B>(req: &Request<B>) -> Option<String> {
     })
 }
 
-/// `(service, method)` of a gRPC call.
-pub(super) fn rpc_parts<'a>(headers: &HeaderMap, path: &'a str) -> Option<(&'a str, &'a str)> {
-    let grpc = headers
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
-    if !grpc {
-        return None;
-    }
+/// `(service, method)` of a gRPC call's path.
+fn rpc_method(path: &str) -> Option<(&str, &str)> {
     path.strip_prefix('/')?.split_once('/')
 }
 

@@ -43,6 +43,9 @@ pub struct Batch {
 /// What a new batch's buffer holds before it first grows (a few dozen spans).
 const FIRST_CAPACITY: usize = 32 * 1024;
 
+/// The most a new batch reserves up front (a batch of unusually large spans grows past it).
+const MAX_CAPACITY: usize = 1024 * 1024;
+
 /// The largest varint a length takes (lengths are below 2^32).
 const MAX_LEN: usize = 5;
 
@@ -66,12 +69,14 @@ impl Batch {
         batch
     }
 
-    /// An empty batch for the same resource and scope.
+    /// An empty batch for the same resource and scope, sized for as many bytes as this one
+    /// holds (batches fill alike; growing from a small buffer copied each batch ~3 times).
     pub fn empty_like(&self) -> Self {
+        let want = (self.buf.len() + self.buf.len() / 8).clamp(FIRST_CAPACITY, MAX_CAPACITY);
         let mut batch = Batch {
             resource: self.resource.clone(),
             scope: self.scope.clone(),
-            buf: Vec::with_capacity(self.prefix() + FIRST_CAPACITY),
+            buf: Vec::with_capacity(self.prefix() + want),
             count: 0,
         };
         batch.buf.resize(batch.prefix(), 0);
