@@ -11,6 +11,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use ferry_proxy::app::{Proxy, StartOptions};
 
+mod tap;
+
 /// ferry: a lightweight L7 sidecar proxy for model-serving traffic.
 #[derive(Debug, Parser)]
 #[command(name = "ferry", version, about)]
@@ -41,6 +43,9 @@ enum Command {
     Injector(ferry_inject::InjectorArgs),
     /// Wait until ferry's admin `/ready` answers 200 (the legacy sidecar's postStart hook).
     WaitReady(ferry_inject::WaitReadyArgs),
+    /// Print the access records of live requests as they finish, filtered by route, model,
+    /// status or authority (from the admin endpoint's `/tap`).
+    Tap(tap::TapArgs),
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +113,7 @@ fn main() -> ExitCode {
             rt.block_on(ferry_inject::run_wait_ready(args))?;
             Ok(ExitCode::SUCCESS)
         }),
+        Command::Tap(args) => small_runtime().and_then(|rt| rt.block_on(tap::run(args))),
     };
     match result {
         Ok(code) => code,

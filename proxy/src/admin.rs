@@ -1,4 +1,5 @@
-//! The admin endpoint: `/live`, `/ready`, `/config_dump`, `/metrics`.
+//! The admin endpoint: `/live`, `/ready`, `/config_dump`, `/metrics`, `/tap` (live access
+//! records, [`crate::tap`]).
 //!
 //! Served on its own listener (default 127.0.0.1:15000) so probes and scrapes never queue
 //! behind model traffic.
@@ -55,6 +56,7 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         "/ready" if shared.is_draining() => text(StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
         "/ready" => text(StatusCode::OK, "ready\n"),
         "/config_dump" => config_dump(shared),
+        "/tap" => crate::tap::answer(&shared.taps, req.uri().query()),
         "/metrics" => {
             shared.limits.export(&shared.metrics);
             // Prometheus asks for OpenMetrics when exemplar storage is on; only that format
@@ -76,7 +78,7 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         }
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found; try /live /ready /config_dump /metrics\n",
+            "not found; try /live /ready /config_dump /metrics /tap\n",
         ),
     }
 }
@@ -117,6 +119,7 @@ fn config_dump(shared: &Shared) -> Response<ProxyBody> {
         "endpoints": clusters,
         "descriptors": table.descriptors.dump(),
         "limits": shared.limits.dump(),
+        "taps": { "attached": shared.taps.count(), "limit": crate::tap::MAX_TAPS },
         "identity": shared.identity.current().map(|m| serde_json::json!({
             "spiffe_id": m.id.as_str(),
             "cert": m.cert_path.display().to_string(),

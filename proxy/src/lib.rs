@@ -29,6 +29,7 @@ pub mod shared;
 pub mod stack;
 pub mod state;
 pub mod table;
+pub mod tap;
 pub mod tls;
 pub mod traces;
 pub mod upstream;

@@ -21,10 +21,11 @@ use crate::access_log::AccessLog;
 use crate::body::{BoxError, ProxyBody};
 use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels, TraceExemplar};
 use crate::route::RouteEntry;
+use crate::tap::{Facts, Taps};
 
 mod access;
 
-use access::{Pending as PendingLine, Seen};
+use access::{Pending as PendingLine, Seen, Sinks};
 
 /// What inner layers learned about one request.
 #[derive(Debug)]
@@ -82,6 +83,8 @@ struct Recorder {
     unrouted: prometheus_client::metrics::counter::Counter,
     metrics: Arc<Metrics>,
     access_log: Option<Arc<AccessLog>>,
+    /// The process's live taps: records are also built while one listens.
+    taps: Arc<Taps>,
 }
 
 // === impl Outcome ===
@@ -184,11 +187,13 @@ impl Outcome {
 // === impl RequestMetaLayer ===
 
 impl RequestMetaLayer {
-    /// Records into `metrics` (a handle sharing the process registry) under `listener`.
+    /// Records into `metrics` (a handle sharing the process registry) under `listener`, and
+    /// access records to `access_log` and any tap attached to `taps`.
     pub fn new(
         listener: Arc<str>,
         metrics: &Arc<Metrics>,
         access_log: Option<Arc<AccessLog>>,
+        taps: Arc<Taps>,
     ) -> Self {
         let empty = metrics.empty.clone();
         let unrouted = metrics
@@ -207,6 +212,7 @@ impl RequestMetaLayer {
                 unrouted,
                 metrics: metrics.clone(),
                 access_log,
+                taps,
             }),
         }
     }
@@ -249,8 +255,10 @@ where
             }
         };
         let start = outcome.started();
-        // Only the access log needs these; without one, nothing is copied per request.
-        let seen = self.shared.access_log.is_some().then(|| Seen::of(&req));
+        // Only the access log and taps need these; without a sink and with no tap attached,
+        // nothing is copied per request (the tap check is one relaxed load).
+        let seen = (self.shared.access_log.is_some() || self.shared.taps.listening())
+            .then(|| Seen::of(&req));
         ResponseFuture {
             inner: self.inner.call(req),
             done: Some(Pending {
@@ -364,14 +372,12 @@ impl Recorder {
                     .observe(duration.as_secs_f64(), None, None);
             }
         }
-        let (Some(log), Some(seen)) = (&self.access_log, seen) else {
+        let Some(seen) = seen else { return };
+        let Some(sinks) = self.sinks(outcome, Some(code), &seen) else {
             return;
         };
-        if outcome.route.get().is_some_and(|r| !r.config.access_log) {
-            return;
-        }
         let line = PendingLine::new(
-            log.clone(),
+            sinks,
             self.listener.clone(),
             seen,
             outcome,
@@ -385,5 +391,27 @@ impl Recorder {
                 .has_access
                 .store(true, std::sync::atomic::Ordering::Release);
         }
+    }
+
+    /// Where this request's record goes: the access log unless its route is silenced, and the
+    /// taps when one admits it. `None`: nowhere, so no record is built.
+    fn sinks(&self, outcome: &Outcome, status: Option<u16>, seen: &Seen) -> Option<Sinks> {
+        let route = outcome.route.get();
+        let log = self
+            .access_log
+            .as_ref()
+            .filter(|_| route.is_none_or(|r| r.config.access_log))
+            .cloned();
+        let taps = self.taps.listening()
+            && self.taps.interested(&Facts {
+                route: route.map(|r| &*r.name),
+                model: outcome.model.get().map(|m| m.name.as_str()),
+                status,
+                authority: seen.authority(),
+            });
+        (log.is_some() || taps).then(|| Sinks {
+            log,
+            taps: taps.then(|| self.taps.clone()),
+        })
     }
 }

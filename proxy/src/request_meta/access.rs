@@ -14,6 +14,7 @@ use super::{Forwarded, Outcome};
 use crate::access_log::{AccessLog, AccessRecord, RateLimitState, RequestText};
 use crate::body::ProxyBody;
 use crate::headers::X_REQUEST_ID;
+use crate::tap::Taps;
 
 /// What the record needs from the request, copied before the request moves on (one
 /// allocation: the texts share a buffer).
@@ -26,12 +27,21 @@ pub(super) struct Seen {
     peer_identity: Option<Arc<str>>,
 }
 
+/// Where a finished record goes (at least one of the two).
+#[derive(Debug)]
+pub(super) struct Sinks {
+    /// The access log, unless the route is silenced.
+    pub(super) log: Option<Arc<AccessLog>>,
+    /// The taps, when one admitted the request as its answer began.
+    pub(super) taps: Option<Arc<Taps>>,
+}
+
 /// A record waiting for its response body to end.
 #[derive(Debug)]
 pub(crate) struct Pending {
     record: AccessRecord,
     started: Instant,
-    log: Arc<AccessLog>,
+    sinks: Sinks,
 }
 
 // === impl Seen ===
@@ -56,6 +66,11 @@ impl Seen {
                 .map(|i| i.0.clone()),
         }
     }
+
+    /// The request's `:authority` or `Host`.
+    pub(super) fn authority(&self) -> Option<&str> {
+        self.request.authority()
+    }
 }
 
 // === impl Pending ===
@@ -63,7 +78,7 @@ impl Seen {
 impl Pending {
     /// The record of a request whose response headers are ready now (`ttfb` after start).
     pub(super) fn new(
-        log: Arc<AccessLog>,
+        sinks: Sinks,
         listener: Arc<str>,
         seen: Seen,
         outcome: &Outcome,
@@ -129,7 +144,7 @@ impl Pending {
         Pending {
             record,
             started: outcome.started,
-            log,
+            sinks,
         }
     }
 
@@ -145,7 +160,12 @@ impl Pending {
         self.record.bytes_in = bytes_in;
         self.record.bytes_out = bytes_out;
         self.record.total = self.started.elapsed();
-        self.log.submit(&self.record);
+        if let Some(log) = &self.sinks.log {
+            log.submit(&self.record);
+        }
+        if let Some(taps) = &self.sinks.taps {
+            taps.offer(&self.record);
+        }
     }
 }
 
@@ -153,11 +173,11 @@ impl Pending {
 const CANCELLED: &str = "cancelled";
 
 /// Writes the line of a request dropped before its response headers (the caller went away).
-pub(super) fn cancelled(log: &Arc<AccessLog>, listener: &Arc<str>, seen: Seen, outcome: &Outcome) {
+pub(super) fn cancelled(sinks: Sinks, listener: &Arc<str>, seen: Seen, outcome: &Outcome) {
     let forwarded = outcome.forwarded.lock().ok().and_then(|f| f.clone());
     let ttfb = outcome.started.elapsed();
     let line = Pending::new(
-        log.clone(),
+        sinks,
         listener.clone(),
         seen,
         outcome,
@@ -173,10 +193,10 @@ impl Drop for super::Pending {
     /// Dropped unanswered: the caller went away (or the connection closed) before the response
     /// headers; its access-log line says so.
     fn drop(&mut self) {
-        if let (Some(seen), Some(log)) = (self.seen.take(), &self.recorder.access_log)
-            && self.outcome.route.get().is_none_or(|r| r.config.access_log)
+        if let Some(seen) = self.seen.take()
+            && let Some(sinks) = self.recorder.sinks(&self.outcome, None, &seen)
         {
-            cancelled(log, &self.recorder.listener, seen, &self.outcome);
+            cancelled(sinks, &self.recorder.listener, seen, &self.outcome);
         }
     }
 }
