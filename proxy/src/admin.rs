@@ -1,5 +1,5 @@
-//! The admin endpoint: `/live`, `/ready`, `/config_dump`, `/metrics`, `/tap` (live access
-//! records, [`crate::tap`]).
+//! The admin endpoint: the page at `/` ([`page`]), `/live`, `/ready`, `/config_dump`,
+//! `/metrics`, `/tap` (live access records, [`crate::tap`]).
 //!
 //! Served on its own listener (default 127.0.0.1:15000) so probes and scrapes never queue
 //! behind model traffic.
@@ -18,6 +18,8 @@ use tokio::sync::watch;
 
 use crate::body::{ProxyBody, full};
 use crate::shared::Shared;
+
+pub mod page;
 
 /// Serves admin requests until `stop` turns true.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
@@ -52,6 +54,7 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         return text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
     }
     match req.uri().path() {
+        "/" => page::page(),
         "/live" => text(StatusCode::OK, "live\n"),
         "/ready" if shared.is_draining() => text(StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
         "/ready" => text(StatusCode::OK, "ready\n"),
@@ -78,7 +81,7 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         }
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found; try /live /ready /config_dump /metrics /tap\n",
+            "not found; try / /live /ready /config_dump /metrics /tap\n",
         ),
     }
 }

@@ -18,7 +18,14 @@ async fn ferry_tap_prints_the_records_its_filter_admits_of_requests_sent_while_i
     let (admin, addr) = (ferry.admin(), ferry.listener(LISTENER)?);
     let client = HttpClient::http1();
     // Before anyone listens: every filter below would admit it, no tap may show it.
-    let status = send(&client, addr, Method::POST, EVERY_FILTER, "before", &EVERY_HEADER);
+    let status = send(
+        &client,
+        addr,
+        Method::POST,
+        EVERY_FILTER,
+        "before",
+        &EVERY_HEADER,
+    );
     assert_eq!(status.await?, 503);
 
     let by_route = TapCli::start(admin, &["--route", "models"]).await?;
@@ -26,22 +33,47 @@ async fn ferry_tap_prints_the_records_its_filter_admits_of_requests_sent_while_i
     let by_model = TapCli::start(admin, &["--model", "bert", "-o", "text"]).await?;
     let by_authority = TapCli::start(admin, &["--authority", "models.example"]).await?;
 
-    assert_eq!(send(&client, addr, Method::GET, "/echo/1?k=v", "e-1", &[]).await?, 200);
+    assert_eq!(
+        send(&client, addr, Method::GET, "/echo/1?k=v", "e-1", &[]).await?,
+        200
+    );
     let failing = [("x-test-status", "503")];
-    assert_eq!(send(&client, addr, Method::GET, "/echo/2", "e-2", &failing).await?, 503);
+    assert_eq!(
+        send(&client, addr, Method::GET, "/echo/2", "e-2", &failing).await?,
+        503
+    );
     let infer = "/v2/models/resnet/infer";
-    assert_eq!(send(&client, addr, Method::POST, infer, "m-1", &[]).await?, 200);
+    assert_eq!(
+        send(&client, addr, Method::POST, infer, "m-1", &[]).await?,
+        200
+    );
     let host = [("host", "models.example")];
-    assert_eq!(send(&client, addr, Method::POST, infer, "m-2", &host).await?, 200);
-    assert_eq!(send(&client, addr, Method::GET, "/nowhere", "u-1", &[]).await?, 404);
+    assert_eq!(
+        send(&client, addr, Method::POST, infer, "m-2", &host).await?,
+        200
+    );
+    assert_eq!(
+        send(&client, addr, Method::GET, "/nowhere", "u-1", &[]).await?,
+        404
+    );
     // Last, admitted by every tap: records reach a tap in the order they finish, so once a
     // tap has printed this one it has printed everything its filter admitted before, and the
     // absence of the rest is its filter's doing.
-    let status = send(&client, addr, Method::POST, EVERY_FILTER, "marker", &EVERY_HEADER);
+    let status = send(
+        &client,
+        addr,
+        Method::POST,
+        EVERY_FILTER,
+        "marker",
+        &EVERY_HEADER,
+    );
     assert_eq!(status.await?, 503);
 
     assert_eq!(by_route.wait_for("marker").await?, ["m-1", "m-2", "marker"]);
-    assert_eq!(by_status.wait_for("marker").await?, ["e-2", "u-1", "marker"]);
+    assert_eq!(
+        by_status.wait_for("marker").await?,
+        ["e-2", "u-1", "marker"]
+    );
     assert_eq!(by_authority.wait_for("marker").await?, ["m-2", "marker"]);
     let lines = by_model.wait_for_line("marker").await?;
     assert_eq!(lines.len(), 1, "only the bert request: {lines:#?}");
@@ -64,7 +96,10 @@ async fn ferry_tap_prints_the_records_its_filter_admits_of_requests_sent_while_i
     assert_eq!(first["endpoint"], echo.addr().to_string());
     assert!(first["duration_ms"].is_number() && first["ts"].is_string());
     let unrouted = &records[1];
-    assert!(unrouted.get("route").is_none(), "no route invented: {unrouted}");
+    assert!(
+        unrouted.get("route").is_none(),
+        "no route invented: {unrouted}"
+    );
     assert_eq!(unrouted["status"], 404);
     let models = by_route.records()?;
     assert_eq!(models[0]["model"], "resnet");

@@ -15,7 +15,10 @@ async fn an_unknown_filter_is_answered_400_naming_it() -> anyhow::Result<()> {
     assert_eq!(reply.header("content-type"), Some("application/json"));
     let body: Value = reply.json()?;
     assert_eq!(body["parameter"], "colour");
-    assert!(body["error"].as_str().unwrap().contains("\"colour\""), "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("\"colour\""),
+        "{body}"
+    );
     let reply = admin.get("/tap?status=5xx,2x").await?;
     assert_eq!(reply.status, 400);
     assert_eq!(reply.json::<Value>()?["parameter"], "status");

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use ferry_integration::{Echo, HttpClient, eventually};
+use ferry_integration::{Admin, Echo, HttpClient, eventually};
 use futures_util::future::try_join_all;
 use http::Method;
 use serde_json::Value;
@@ -59,6 +59,14 @@ async fn a_tap_that_never_reads_neither_fails_nor_slows_traffic_and_counts_what_
     let addr = ferry.listener(LISTENER)?;
     let without = batch(addr, "warm").await?;
     let mut tap = stalled_tap(ferry.admin()).await?;
+    // Attached before the traffic starts, so the tap sees every request of the batch.
+    let admin = Admin::new(ferry.admin());
+    eventually(PATIENCE, || async {
+        let dump: Value = admin.get("/config_dump").await?.json()?;
+        anyhow::ensure!(dump["taps"]["attached"] == 1, "taps: {}", dump["taps"]);
+        Ok(())
+    })
+    .await?;
     let with = batch(addr, "tapped").await?;
     eprintln!("{REQUESTS} requests: {without:?} without a tap, {with:?} with a stalled one");
     // Generous for a shared 2-core machine; a tap that made requests wait for its reader
@@ -71,26 +79,26 @@ async fn a_tap_that_never_reads_neither_fails_nor_slows_traffic_and_counts_what_
     // Now read everything: what arrived and what the tap says it lost add up to every
     // request it saw, and it did lose some (it did not buffer them all).
     let mut text = Vec::new();
-    let (received, dropped) = eventually(PATIENCE, || {
-        let text = &mut text;
-        let tap = &mut tap;
-        async move {
-            let mut buf = vec![0u8; 1 << 20];
-            while let Ok(Ok(n)) =
-                tokio::time::timeout(Duration::from_millis(200), tap.read(&mut buf)).await
-            {
-                anyhow::ensure!(n > 0, "the tap stream closed");
-                text.extend_from_slice(&buf[..n]);
+    let mut buf = vec![0u8; 1 << 20];
+    let deadline = Instant::now() + PATIENCE;
+    let (received, dropped) = loop {
+        match tokio::time::timeout(Duration::from_millis(300), tap.read(&mut buf)).await {
+            Ok(Ok(0)) => anyhow::bail!("the tap stream closed"),
+            Ok(Ok(n)) => text.extend_from_slice(&buf[..n]),
+            Ok(Err(e)) => return Err(e.into()),
+            // Quiet for a moment: count what arrived.
+            Err(_) => {
+                let (received, dropped) = count(&text);
+                if received + dropped == REQUESTS as u64 {
+                    break (received, dropped);
+                }
+                anyhow::ensure!(
+                    Instant::now() < deadline,
+                    "{received} received + {dropped} dropped of {REQUESTS}"
+                );
             }
-            let (received, dropped) = count(text);
-            anyhow::ensure!(
-                received + dropped == REQUESTS as u64,
-                "{received} received + {dropped} dropped of {REQUESTS}"
-            );
-            Ok((received, dropped))
         }
-    })
-    .await?;
+    };
     eprintln!("the stalled tap received {received} records and lost {dropped}");
     assert!(dropped > 0, "a tap that never read lost nothing: unbounded");
     Ok(())

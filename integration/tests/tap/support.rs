@@ -72,7 +72,10 @@ impl TapCli {
         let mut tap = Self::spawn(admin, args).await?;
         let attached = eventually(PATIENCE, || {
             let done = tap.child.try_wait().ok().flatten();
-            let said = tap.stderr().iter().any(|l| l.starts_with("ferry tap: tapping"));
+            let said = tap
+                .stderr()
+                .iter()
+                .any(|l| l.starts_with("ferry tap: tapping"));
             async move {
                 match (said, done) {
                     (true, _) => Ok(Ok(())),

@@ -95,7 +95,11 @@ impl TapQuery {
     /// Parses a `/tap` query string (`None`: no query, tap everything as JSON).
     pub fn parse(query: Option<&str>) -> Result<Self, TapQueryError> {
         let mut out = TapQuery::default();
-        for pair in query.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+        for pair in query
+            .unwrap_or_default()
+            .split('&')
+            .filter(|p| !p.is_empty())
+        {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let key = decode(key).ok_or_else(|| TapQueryError::Encoding(key.into()))?;
             let value = decode(value).ok_or_else(|| TapQueryError::Encoding(key.clone()))?;
@@ -148,10 +152,7 @@ fn parse_status(item: &str) -> Option<StatusRange> {
             .ok()
             .filter(|c| (100..=599).contains(c) && s.len() == 3)
     };
-    let range = if let Some(class) = item
-        .strip_suffix("xx")
-        .or_else(|| item.strip_suffix("XX"))
-    {
+    let range = if let Some(class) = item.strip_suffix("xx").or_else(|| item.strip_suffix("XX")) {
         let digit = match class.as_bytes() {
             [d @ b'1'..=b'5'] => u16::from(d - b'0'),
             _ => return None,

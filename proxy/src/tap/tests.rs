@@ -55,10 +55,19 @@ fn filters_match_exact_values_status_classes_ranges_and_lists() {
     assert!(TapFilter::default().admits(&f), "no filter: everything");
     assert!(filter("route=infer").admits(&f));
     assert!(!filter("route=inf").admits(&f), "exact, not a prefix");
-    assert!(filter("route=other&route=infer").admits(&f), "repeated: any");
+    assert!(
+        filter("route=other&route=infer").admits(&f),
+        "repeated: any"
+    );
     assert!(filter("model=resnet&route=infer").admits(&f));
-    assert!(!filter("model=resnet&route=other").admits(&f), "all of them");
-    assert!(filter("authority=models.local%3A80").admits(&f), "case-blind");
+    assert!(
+        !filter("model=resnet&route=other").admits(&f),
+        "all of them"
+    );
+    assert!(
+        filter("authority=models.local%3A80").admits(&f),
+        "case-blind"
+    );
     for yes in ["5xx", "503", "500-504", "404,5XX", "200&status=503"] {
         assert!(filter(&format!("status={yes}")).admits(&f), "{yes}");
     }
@@ -99,7 +108,9 @@ fn bad_queries_name_the_parameter() {
 async fn a_tap_streams_the_records_its_filter_admits_and_detaches_when_dropped() {
     let taps = Arc::new(Taps::default());
     assert!(!taps.listening());
-    let mut body = taps.attach(TapQuery::parse(Some("status=5xx")).unwrap()).unwrap();
+    let mut body = taps
+        .attach(TapQuery::parse(Some("status=5xx")).unwrap())
+        .unwrap();
     assert!(taps.listening());
     assert!(taps.interested(&facts(Some(502))));
     assert!(!taps.interested(&facts(Some(200))));
@@ -107,7 +118,10 @@ async fn a_tap_streams_the_records_its_filter_admits_and_detaches_when_dropped()
     taps.offer(&record("b", 503, "h"));
     let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
     let line: serde_json::Value = serde_json::from_slice(&frame).unwrap();
-    assert_eq!((line["route"].as_str(), line["status"].as_u64()), (Some("b"), Some(503)));
+    assert_eq!(
+        (line["route"].as_str(), line["status"].as_u64()),
+        (Some("b"), Some(503))
+    );
     drop(body);
     assert!(!taps.listening(), "a dropped body detaches its tap");
     assert_eq!(taps.count(), 0);
@@ -132,7 +146,10 @@ async fn at_most_max_taps_attach_and_a_full_queue_counts_what_it_loses() {
             match line.strip_prefix("# dropped ") {
                 Some(n) => dropped = Some(n.to_owned()),
                 None => {
-                    assert!(line.contains(" inbound a \"GET /x HTTP/1.1\" 200 "), "{line}");
+                    assert!(
+                        line.contains(" inbound a \"GET /x HTTP/1.1\" 200 "),
+                        "{line}"
+                    );
                     lines += 1;
                 }
             }

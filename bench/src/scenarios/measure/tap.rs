@@ -40,10 +40,10 @@ impl Ctx<'_> {
     }
 
     async fn tap_pairs(&mut self) -> Result<()> {
-        let workdir = self
-            .plan
-            .workdir
-            .join(format!("{}-rep{}-tap", self.kind().name(), self.rep + 1));
+        let workdir =
+            self.plan
+                .workdir
+                .join(format!("{}-rep{}-tap", self.kind().name(), self.rep + 1));
         let running = self
             .target
             .start_with(self.plan.upstream, &workdir, Setup::AccessLog(false))
@@ -114,9 +114,7 @@ async fn wait_attached(admin: SocketAddr, n: usize) -> Result<()> {
 }
 
 async fn config_dump(admin: SocketAddr) -> std::result::Result<serde_json::Value, String> {
-    let mut stream = TcpStream::connect(admin)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut stream = TcpStream::connect(admin).await.map_err(|e| e.to_string())?;
     let req = format!("GET /config_dump HTTP/1.1\r\nhost: {admin}\r\nconnection: close\r\n\r\n");
     stream
         .write_all(req.as_bytes())
