@@ -11,6 +11,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use ferry_proxy::app::{Proxy, StartOptions};
 
+mod admin_client;
+mod stat;
+
 /// ferry: a lightweight L7 sidecar proxy for model-serving traffic.
 #[derive(Debug, Parser)]
 #[command(name = "ferry", version, about)]
@@ -41,6 +44,9 @@ enum Command {
     Injector(ferry_inject::InjectorArgs),
     /// Wait until ferry's admin `/ready` answers 200 (the legacy sidecar's postStart hook).
     WaitReady(ferry_inject::WaitReadyArgs),
+    /// Per route, model, cluster or endpoint over a recent window: requests per second,
+    /// success rate, latency percentiles, in flight, retries, limited and queued.
+    Stat(stat::StatArgs),
 }
 
 #[derive(Debug, Args)]
@@ -106,6 +112,10 @@ fn main() -> ExitCode {
         }),
         Command::WaitReady(args) => small_runtime().and_then(|rt| {
             rt.block_on(ferry_inject::run_wait_ready(args))?;
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::Stat(args) => small_runtime().and_then(|rt| {
+            rt.block_on(stat::run(args))?;
             Ok(ExitCode::SUCCESS)
         }),
     };

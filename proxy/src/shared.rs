@@ -31,6 +31,8 @@ pub struct Shared {
     pub limits: Arc<LimitStates>,
     /// The span exporter, kept across reloads that leave the `tracing` block alone.
     pub traces: Arc<Traces>,
+    /// The last five minutes of `/stats`, second by second (the admin task samples it).
+    pub windows: crate::stats::Windows,
 }
 
 // === impl Shared ===
@@ -55,6 +57,7 @@ impl Shared {
             limits,
             traces,
             access_logs,
+            windows: crate::stats::Windows::default(),
         })
     }
 
