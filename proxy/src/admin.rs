@@ -1,5 +1,6 @@
 //! The admin endpoint: the page at `/` ([`page`]), `/live`, `/ready`, `/config_dump`,
-//! `/metrics`, `/tap` (live access records, [`crate::tap`]).
+//! `/metrics`, `/stats` (windowed request statistics), `/recent` (recent failed and slowest
+//! requests) and `/tap` (live access records, [`crate::tap`]).
 //!
 //! Served on its own listener (default 127.0.0.1:15000) so probes and scrapes never queue
 //! behind model traffic.
@@ -60,6 +61,13 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         "/ready" => text(StatusCode::OK, "ready\n"),
         "/config_dump" => config_dump(shared),
         "/tap" => crate::tap::answer(&shared.taps, req.uri().query()),
+        "/stats" => stats(shared, req.uri().query()),
+        "/recent" => {
+            let mut resp = Response::new(full(shared.metrics.recent.json()));
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            resp
+        }
         "/metrics" => {
             shared.limits.export(&shared.metrics);
             // Prometheus asks for OpenMetrics when exemplar storage is on; only that format
@@ -81,7 +89,7 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         }
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found; try / /live /ready /config_dump /metrics /tap\n",
+            "not found; try / /live /ready /config_dump /metrics /stats /recent /tap\n",
         ),
     }
 }
@@ -131,6 +139,25 @@ fn config_dump(shared: &Shared) -> Response<ProxyBody> {
         })),
     });
     let mut resp = Response::new(full(body.to_string()));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// `/stats?window=30s&by=route&series=1` (see docs/observability.md).
+fn stats(shared: &Shared, query: Option<&str>) -> Response<ProxyBody> {
+    match crate::stats::Query::parse(query) {
+        Ok(q) => json(StatusCode::OK, &shared.windows.query(&q)),
+        Err(e) => json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({ "error": e.to_string(), "parameter": e.parameter }),
+        ),
+    }
+}
+
+fn json(status: StatusCode, body: &serde_json::Value) -> Response<ProxyBody> {
+    let mut resp = Response::new(full(body.to_string()));
+    *resp.status_mut() = status;
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp

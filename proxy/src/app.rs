@@ -178,6 +178,11 @@ impl Proxy {
                 source,
             })?;
         let (admin_stop, admin_stopped) = watch::channel(false);
+        // The `/stats` sampler stops with the admin endpoint that serves it.
+        tokio::spawn(crate::stats::run_sampler(
+            shared.clone(),
+            admin_stopped.clone(),
+        ));
         let admin_task = tokio::spawn(crate::admin::serve(
             admin_socket,
             shared.clone(),

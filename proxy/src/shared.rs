@@ -34,6 +34,8 @@ pub struct Shared {
     pub traces: Arc<Traces>,
     /// The live taps of the admin `/tap` endpoint.
     pub taps: Arc<Taps>,
+    /// The last five minutes of `/stats`, second by second (the admin task samples it).
+    pub windows: crate::stats::Windows,
 }
 
 // === impl Shared ===
@@ -61,6 +63,7 @@ impl Shared {
             traces,
             access_logs,
             taps,
+            windows: crate::stats::Windows::default(),
         })
     }
 

@@ -2,11 +2,11 @@
 //! NDJSON in the access log's own JSON schema (or its text line), filtered by route, model,
 //! status and authority, only while someone listens (`ferry tap` is its client).
 //!
-//! Place: [`crate::request_meta`] asks [`Taps::listening`] (one relaxed atomic load) before it
-//! copies anything from a request; with no tap attached and no access-log sink nothing more is
-//! done. With taps attached it builds the record only when some tap's filter admits the
-//! request's route, model, status and authority, and offers the finished record to each tap
-//! that admits it.
+//! Place: when a request's response headers are ready, [`crate::request_meta`] asks
+//! [`Taps::listening`] (one relaxed atomic load); with no tap attached nothing more is done
+//! for taps. With taps attached it builds the access record only when some tap's filter
+//! admits the request's route, model, status and authority, and offers the finished record to
+//! each tap that admits it.
 //!
 //! Bounded: each tap has a queue of [`QUEUE`] records; a full queue (a slow reader) loses the
 //! record and counts it, and the stream says so with a `{"dropped":N}` line (N lost so far) at
