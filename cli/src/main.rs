@@ -13,6 +13,7 @@ use ferry_proxy::app::{Proxy, StartOptions};
 
 mod admin_client;
 mod stat;
+mod top;
 
 /// ferry: a lightweight L7 sidecar proxy for model-serving traffic.
 #[derive(Debug, Parser)]
@@ -47,6 +48,9 @@ enum Command {
     /// Per route, model, cluster or endpoint over a recent window: requests per second,
     /// success rate, latency percentiles, in flight, retries, limited and queued.
     Stat(stat::StatArgs),
+    /// A live terminal view of the busiest rows and the slowest and failed recent requests,
+    /// refreshed every second; q quits.
+    Top(top::TopArgs),
 }
 
 #[derive(Debug, Args)]
@@ -118,6 +122,7 @@ fn main() -> ExitCode {
             rt.block_on(stat::run(args))?;
             Ok(ExitCode::SUCCESS)
         }),
+        Command::Top(args) => top::run(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
