@@ -14,6 +14,7 @@ use ferry_proxy::app::{Proxy, StartOptions};
 mod admin_client;
 mod stat;
 mod tap;
+mod top;
 
 /// ferry: a lightweight L7 sidecar proxy for model-serving traffic.
 #[derive(Debug, Parser)]
@@ -51,6 +52,9 @@ enum Command {
     /// Print the access records of live requests as they finish, filtered by route, model,
     /// status or authority (from the admin endpoint's `/tap`).
     Tap(tap::TapArgs),
+    /// A live terminal view of the busiest rows and the slowest and failed recent requests,
+    /// refreshed every second; q quits.
+    Top(top::TopArgs),
 }
 
 #[derive(Debug, Args)]
@@ -123,6 +127,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }),
         Command::Tap(args) => small_runtime().and_then(|rt| rt.block_on(tap::run(args))),
+        Command::Top(args) => top::run(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

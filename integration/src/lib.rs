@@ -27,6 +27,7 @@ pub mod phoenix;
 pub mod prometheus;
 pub mod redis;
 pub mod tls_client;
+pub mod tmux;
 pub mod upstream;
 pub mod workspace;
 

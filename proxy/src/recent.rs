@@ -98,7 +98,7 @@ impl Recent {
             slowest.retain(|(at, _)| now.saturating_duration_since(*at) < SLOW_AGE);
             self.set_threshold(&slowest);
             let mut sorted: Vec<_> = slowest.iter().map(|(_, r)| r).collect();
-            sorted.sort_by(|a, b| b.duration.cmp(&a.duration));
+            sorted.sort_by_key(|r| std::cmp::Reverse(r.duration));
             records(&mut out, sorted.into_iter());
         }
         out.extend_from_slice(b"]}");

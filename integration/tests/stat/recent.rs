@@ -3,7 +3,6 @@
 
 use bytes::Bytes;
 use ferry_integration::client::{body_full, request};
-use ferry_integration::upstream::echo::STATUS_HEADER;
 use ferry_integration::{Admin, HttpClient, eventually};
 use http::Method;
 use serde_json::Value;
@@ -22,7 +21,7 @@ async fn recent_keeps_failed_and_slowest_answers_without_a_sink() -> anyhow::Res
             "/v2/models/bge/ready?secret=1",
             &[("x-test-delay-ms", "400"), ("x-request-id", "the-slow-one")],
             body_full(Bytes::new()),
-        ))
+        )?)
         .await?;
     assert_eq!(reply.status.as_u16(), 200);
     let admin = Admin::new(scene.ferry.admin());

@@ -116,7 +116,7 @@ impl Scene {
                 path,
                 &[(STATUS_HEADER, status), ("x-request-id", id)],
                 body_full(Bytes::new()),
-            ))
+            )?)
             .await?;
         anyhow::ensure!(reply.status.as_str() == status, "{path}: {}", reply.status);
         Ok(())
