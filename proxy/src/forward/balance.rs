@@ -323,6 +323,7 @@ impl Shared {
                 attempts: attempt,
                 sent,
                 answered: Instant::now(),
+                stats: endpoint.stats.clone(),
             });
         }
         match result {
