@@ -15,6 +15,7 @@ mod route;
 mod scalars;
 mod shorthand;
 mod tensors;
+mod bridge;
 mod tls;
 mod tracing;
 
@@ -22,6 +23,7 @@ pub use access_log::{AccessLogFormatSpec, AccessLogSpec};
 pub use cluster::{
     DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
 };
+pub use bridge::{SignatureSpec, WireList};
 pub use lb::{LbObjectSpec, LbSpec, LoadReportLbSpec};
 pub use limits::{
     ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,
