@@ -4,6 +4,7 @@
 //! small settings type, and the proxy wires config into them.
 
 pub mod authorization;
+pub mod bridge;
 pub mod body_limit;
 pub mod connection;
 pub mod failure;
