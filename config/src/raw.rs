@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 mod access_log;
+mod bridge;
 mod cluster;
 mod lb;
 mod limits;
@@ -15,15 +16,14 @@ mod route;
 mod scalars;
 mod shorthand;
 mod tensors;
-mod bridge;
 mod tls;
 mod tracing;
 
 pub use access_log::{AccessLogFormatSpec, AccessLogSpec};
+pub use bridge::{SignatureSpec, WireList};
 pub use cluster::{
     DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
 };
-pub use bridge::{SignatureSpec, WireList};
 pub use lb::{LbObjectSpec, LbSpec, LoadReportLbSpec};
 pub use limits::{
     ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,

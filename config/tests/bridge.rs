@@ -18,7 +18,10 @@ fn errors(text: &str) -> Vec<String> {
 fn translate_of(text: &str) -> ferry_config::Translate {
     let config = parse("routes.yaml", text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let route = &config.listeners[0].routes[0];
-    route.translate.clone().unwrap_or_else(|| panic!("no translate"))
+    route
+        .translate
+        .clone()
+        .unwrap_or_else(|| panic!("no translate"))
 }
 
 const SIGNATURE: &str = "        translate:\n          from: oip-v2-rest\n          to: kserve-v1\n          signature:\n            inputs: [{ name: x, datatype: FP32, shape: [-1, 4] }]\n            outputs: [{ name: y, datatype: INT64, shape: [-1] }]\n";
@@ -38,13 +41,24 @@ fn protocol_names_and_aliases() {
 
     // The old form and the protocol names mean the same.
     for (yaml, want) in [
-        ("{ from: rest, to: grpc, protocol: oip-v2 }", TranslateDirection::RestToGrpc),
+        (
+            "{ from: rest, to: grpc, protocol: oip-v2 }",
+            TranslateDirection::RestToGrpc,
+        ),
         ("{ from: rest, to: grpc }", TranslateDirection::RestToGrpc),
-        ("{ from: oip-v2-rest, to: oip-v2-grpc }", TranslateDirection::RestToGrpc),
+        (
+            "{ from: oip-v2-rest, to: oip-v2-grpc }",
+            TranslateDirection::RestToGrpc,
+        ),
         ("{ from: grpc, to: rest }", TranslateDirection::GrpcToRest),
-        ("{ from: oip-v2-grpc, to: oip-v2-rest }", TranslateDirection::GrpcToRest),
+        (
+            "{ from: oip-v2-grpc, to: oip-v2-rest }",
+            TranslateDirection::GrpcToRest,
+        ),
     ] {
-        let t = translate_of(&with_route(&format!("        to: up\n        translate: {yaml}\n")));
+        let t = translate_of(&with_route(&format!(
+            "        to: up\n        translate: {yaml}\n"
+        )));
         assert_eq!(t.direction, want, "{yaml}");
         assert_eq!(t.signature, None);
     }
@@ -80,13 +94,17 @@ fn pairs_not_bridged_yet() {
         errors(&with_route(
             "        to: up\n        translate: { from: [oip-v2-rest, oip-v2-grpc], to: kserve-v1 }\n"
         )),
-        vec!["routes.yaml:8:28: listeners[0].routes[0].translate.from: a list of caller protocols is not bridged yet (expected one protocol name)"]
+        vec![
+            "routes.yaml:8:28: listeners[0].routes[0].translate.from: a list of caller protocols is not bridged yet (expected one protocol name)"
+        ]
     );
     assert_eq!(
         errors(&with_route(
             "        to: up\n        translate: { from: kserve-v1, to: oip-v2-rest, protocol: oip-v2 }\n"
         )),
-        vec!["routes.yaml:8:66: listeners[0].routes[0].translate.protocol: applies only to from/to rest or grpc (expected it omitted with protocol names)"]
+        vec![
+            "routes.yaml:8:66: listeners[0].routes[0].translate.protocol: applies only to from/to rest or grpc (expected it omitted with protocol names)"
+        ]
     );
 }
 
@@ -96,7 +114,9 @@ fn signature_missing_or_unfit() {
         errors(&with_route(
             "        to: up\n        translate: { from: oip-v2-rest, to: kserve-v1 }\n"
         )),
-        vec!["routes.yaml:8:9: listeners[0].routes[0].translate: missing signature: kserve-v1 answers carry no datatypes or shapes (expected signature: {inputs: [...], outputs: [...]})"]
+        vec![
+            "routes.yaml:8:9: listeners[0].routes[0].translate: missing signature: kserve-v1 answers carry no datatypes or shapes (expected signature: {inputs: [...], outputs: [...]})"
+        ]
     );
     assert_eq!(
         errors(&with_route(
@@ -114,12 +134,16 @@ fn signature_missing_or_unfit() {
         errors(&with_route(
             "        to: up\n        translate: { from: kserve-v1, to: oip-v2-rest, signature: { inputs: [{ name: x, datatype: FP32, shape: [-1] }], outputs: [{ name: y, datatype: FP32, shape: [-1] }] } }\n"
         )),
-        vec!["routes.yaml:8:130: listeners[0].routes[0].translate.signature.outputs: a v2 server's answer carries its own datatypes and shapes (expected only signature.inputs for kserve-v1 callers)"]
+        vec![
+            "routes.yaml:8:130: listeners[0].routes[0].translate.signature.outputs: a v2 server's answer carries its own datatypes and shapes (expected only signature.inputs for kserve-v1 callers)"
+        ]
     );
     assert_eq!(
         errors(&with_route(
             "        to: up\n        translate: { from: rest, to: grpc, signature: { inputs: [] } }\n"
         )),
-        vec!["routes.yaml:8:55: listeners[0].routes[0].translate.signature: only applies to bridging with kserve-v1 (expected it omitted)"]
+        vec![
+            "routes.yaml:8:55: listeners[0].routes[0].translate.signature: only applies to bridging with kserve-v1 (expected it omitted)"
+        ]
     );
 }

@@ -100,7 +100,11 @@ impl Budget {
         Budget { used: 0, limit }
     }
 
-    pub(crate) fn charge(&mut self, elems: &[Elem<'_>], dt: DataType) -> Result<(), TranslateError> {
+    pub(crate) fn charge(
+        &mut self,
+        elems: &[Elem<'_>],
+        dt: DataType,
+    ) -> Result<(), TranslateError> {
         let bytes: u64 = match dt.size() {
             Some(w) => (elems.len() as u64).saturating_mul(w as u64),
             None => elems

@@ -4,8 +4,8 @@
 //! small settings type, and the proxy wires config into them.
 
 pub mod authorization;
-pub mod bridge;
 pub mod body_limit;
+pub mod bridge;
 pub mod connection;
 pub mod failure;
 pub mod limits;

@@ -8,11 +8,11 @@ use ferry_config::{
     ValidateTensors,
 };
 use ferry_filters::authorization::{AuthorizationSettings, Decision, ModelMatch, Rule};
+use ferry_filters::bridge::{BridgeDirection, BridgeSettings, Signature, TensorSig};
 use ferry_filters::tensor_check::{
     MaxCheckedBytes, MetadataRefresh, MetadataSource, ModelMetadata, TensorMetadata,
     TensorValidationSettings,
 };
-use ferry_filters::bridge::{BridgeDirection, BridgeSettings, Signature, TensorSig};
 use ferry_filters::translate::{
     DataType, Direction, MaxDecodedBytes, TranslateSettings, UpstreamBinary,
 };
@@ -28,16 +28,15 @@ pub fn translate(config: Option<&Translate>) -> Option<TranslateSettings> {
             return None;
         }
     };
-    Some(t)
-        .map(|t| TranslateSettings {
-            direction,
-            max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
-            upstream_binary: match t.upstream_binary {
-                ferry_config::UpstreamBinary::On => UpstreamBinary::On,
-                ferry_config::UpstreamBinary::Off => UpstreamBinary::Off,
-                ferry_config::UpstreamBinary::Auto => UpstreamBinary::Auto,
-            },
-        })
+    Some(t).map(|t| TranslateSettings {
+        direction,
+        max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
+        upstream_binary: match t.upstream_binary {
+            ferry_config::UpstreamBinary::On => UpstreamBinary::On,
+            ferry_config::UpstreamBinary::Off => UpstreamBinary::Off,
+            ferry_config::UpstreamBinary::Auto => UpstreamBinary::Auto,
+        },
+    })
 }
 
 /// The bridge settings of a route's `translate` between serving protocols (none otherwise).

@@ -31,8 +31,10 @@ pub(super) fn translate(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> 
         }
         Some(n) => Some(n),
     };
-    let grpc_to_rest = matches!(spec.from.first(), Some(WireSpec::Grpc | WireSpec::OipV2Grpc))
-        && matches!(spec.to, WireSpec::Rest | WireSpec::OipV2Rest);
+    let grpc_to_rest = matches!(
+        spec.from.first(),
+        Some(WireSpec::Grpc | WireSpec::OipV2Grpc)
+    ) && matches!(spec.to, WireSpec::Rest | WireSpec::OipV2Rest);
     if spec.upstream_binary.is_some() && !grpc_to_rest {
         ctx.error(
             &format!("{path}.upstream_binary"),
@@ -197,7 +199,11 @@ fn signature(
     ok.then_some(Some(signature))
 }
 
-fn tensors(ctx: &mut Ctx<'_>, path: &str, spec: &[crate::raw::TensorSpec]) -> Option<Vec<TensorSpec>> {
+fn tensors(
+    ctx: &mut Ctx<'_>,
+    path: &str,
+    spec: &[crate::raw::TensorSpec],
+) -> Option<Vec<TensorSpec>> {
     let mut names = HashSet::new();
     let mut ok = true;
     let mut out = Vec::with_capacity(spec.len());

@@ -85,7 +85,11 @@ where
         let req = req.map(|b| b.map_err(Into::into).boxed_unsync());
         Box::pin(async move {
             let op = op.ok_or_else(|| {
-                TranslateError::NoEndpoint(format!("{} {} is not bridged", req.method(), req.uri().path()))
+                TranslateError::NoEndpoint(format!(
+                    "{} {} is not bridged",
+                    req.method(),
+                    req.uri().path()
+                ))
             })?;
             let (up, pending) = request(&settings, op, req).await?;
             let resp = inner.call(up).await.map_err(Into::into)?;

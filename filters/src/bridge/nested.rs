@@ -260,7 +260,9 @@ pub(crate) fn write_nested(
             out.push(b',');
         }
         let from = i.saturating_mul(step);
-        let part = elems.get(from..from.saturating_add(step)).unwrap_or_default();
+        let part = elems
+            .get(from..from.saturating_add(step))
+            .unwrap_or_default();
         write_nested(out, inner, part, b64)?;
     }
     out.push(b']');

@@ -98,7 +98,10 @@ pub fn request(
     if let Some(names) = &call.requested {
         for n in names {
             if !sig.outputs.iter().any(|o| &o.name == n) {
-                return Err(bad(format!("unknown output {n:?} (the model's outputs: {})", names_of(&sig.outputs))));
+                return Err(bad(format!(
+                    "unknown output {n:?} (the model's outputs: {})",
+                    names_of(&sig.outputs)
+                )));
             }
         }
     }
@@ -112,7 +115,11 @@ pub fn request(
         ordered.push((want, checked_input(want, input, &mut budget)?));
     }
     if let Some(extra) = inputs.first() {
-        return Err(bad(format!("unknown input {:?} (the model's inputs: {})", extra.name, names_of(&sig.inputs))));
+        return Err(bad(format!(
+            "unknown input {:?} (the model's inputs: {})",
+            extra.name,
+            names_of(&sig.inputs)
+        )));
     }
     write_request(sig, &ordered).map_err(bad)
 }
@@ -125,7 +132,10 @@ fn checked_input<'a>(
     let bad = |m: String| TranslateError::BadRequest(format!("input {:?}: {m}", want.name));
     let dt = input.datatype.unwrap_or_default();
     if dt != want.datatype.as_str() {
-        return Err(bad(format!("datatype {dt:?} does not match the model's {}", want.datatype.as_str())));
+        return Err(bad(format!(
+            "datatype {dt:?} does not match the model's {}",
+            want.datatype.as_str()
+        )));
     }
     let shape = input.shape.ok_or_else(|| bad("no shape".to_owned()))?;
     let shape: Vec<usize> = shape
@@ -134,12 +144,19 @@ fn checked_input<'a>(
         .collect::<Result<_, _>>()
         .map_err(|_| bad(format!("invalid shape {shape:?}")))?;
     if !fits(&shape, &want.shape) {
-        return Err(bad(format!("shape {shape:?} does not fit the model's {:?}", want.shape)));
+        return Err(bad(format!(
+            "shape {shape:?} does not fit the model's {:?}",
+            want.shape
+        )));
     }
     let mut data = input.data.ok_or_else(|| bad("no data".to_owned()))?;
     let count = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
     if count != Some(data.elems.len()) {
-        return Err(bad(format!("shape {shape:?} needs {} elements, data has {}", count.unwrap_or(usize::MAX), data.elems.len())));
+        return Err(bad(format!(
+            "shape {shape:?} needs {} elements, data has {}",
+            count.unwrap_or(usize::MAX),
+            data.elems.len()
+        )));
     }
     check(&data.elems, want.datatype).map_err(bad)?;
     budget.charge(&data.elems, want.datatype)?;
@@ -170,9 +187,17 @@ fn write_request(sig: &Signature, inputs: &[(&TensorSig, Tensor<'_>)]) -> Result
         out.extend_from_slice(b"}}");
         return Ok(out);
     }
-    let batch = inputs.first().and_then(|(_, t)| t.shape.first()).copied().unwrap_or(0);
+    let batch = inputs
+        .first()
+        .and_then(|(_, t)| t.shape.first())
+        .copied()
+        .unwrap_or(0);
     if let Some((w, t)) = inputs.iter().find(|(_, t)| t.shape.first() != Some(&batch)) {
-        return Err(format!("input {:?} has batch size {:?}, the others {batch} (row format needs one batch size)", w.name, t.shape.first()));
+        return Err(format!(
+            "input {:?} has batch size {:?}, the others {batch} (row format needs one batch size)",
+            w.name,
+            t.shape.first()
+        ));
     }
     out.extend_from_slice(b"{\"instances\":[");
     for row in 0..batch {
@@ -187,7 +212,10 @@ fn write_request(sig: &Signature, inputs: &[(&TensorSig, Tensor<'_>)]) -> Result
             let inner = t.shape.get(1..).unwrap_or_default();
             let step = inner.iter().product::<usize>();
             let from = row.saturating_mul(step);
-            let part = t.elems.get(from..from.saturating_add(step)).unwrap_or_default();
+            let part = t
+                .elems
+                .get(from..from.saturating_add(step))
+                .unwrap_or_default();
             if named {
                 if i > 0 {
                     out.push(b',');
@@ -206,7 +234,12 @@ fn write_request(sig: &Signature, inputs: &[(&TensorSig, Tensor<'_>)]) -> Result
 }
 
 /// A V1 answer body → the OIP infer answer.
-pub fn answer(sig: &Signature, call: &OipCall, body: &[u8], limit: u64) -> Result<Vec<u8>, TranslateError> {
+pub fn answer(
+    sig: &Signature,
+    call: &OipCall,
+    body: &[u8],
+    limit: u64,
+) -> Result<Vec<u8>, TranslateError> {
     let bad = TranslateError::BadUpstream;
     let mut nests: Vec<Nest<'_>> = sig.outputs.iter().map(|_| Nest::default()).collect();
     let mut seen = vec![false; sig.outputs.len()];
@@ -230,17 +263,26 @@ pub fn answer(sig: &Signature, call: &OipCall, body: &[u8], limit: u64) -> Resul
     let mut budget = Budget::new(limit);
     let mut outputs = Vec::new();
     for ((want, nest), seen) in sig.outputs.iter().zip(nests).zip(seen) {
-        let wanted = call.requested.as_ref().is_none_or(|r| r.contains(&want.name));
+        let wanted = call
+            .requested
+            .as_ref()
+            .is_none_or(|r| r.contains(&want.name));
         if !wanted {
             continue;
         }
         if !seen {
-            return Err(bad(format!("the kserve-v1 answer has no output {:?}", want.name)));
+            return Err(bad(format!(
+                "the kserve-v1 answer has no output {:?}",
+                want.name
+            )));
         }
         let fault = |m: String| bad(format!("output {:?}: {m}", want.name));
         let t = nest.finish(batch).map_err(fault)?;
         if !fits(&t.shape, &want.shape) {
-            return Err(fault(format!("shape {:?} does not fit the signature's {:?}", t.shape, want.shape)));
+            return Err(fault(format!(
+                "shape {:?} does not fit the signature's {:?}",
+                t.shape, want.shape
+            )));
         }
         check(&t.elems, want.datatype).map_err(fault)?;
         budget.charge(&t.elems, want.datatype)?;
@@ -346,7 +388,10 @@ pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Vec<i64>, String> {
 }
 
 fn names_of(ts: &[TensorSig]) -> String {
-    ts.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+    ts.iter()
+        .map(|t| t.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The datatype of an OIP `datatype` string.

@@ -70,7 +70,10 @@ impl Op {
                     None => (rest, None),
                 };
                 let model = match target.split('/').collect::<Vec<_>>().as_slice() {
-                    [m] if !m.is_empty() => Model { name: (*m).to_owned(), version: None },
+                    [m] if !m.is_empty() => Model {
+                        name: (*m).to_owned(),
+                        version: None,
+                    },
                     [m, "versions", v] if !m.is_empty() && !v.is_empty() => Model {
                         name: (*m).to_owned(),
                         version: Some((*v).to_owned()),
@@ -137,22 +140,30 @@ pub(crate) async fn request(
         }
         Op::Metadata(m) => (Method::GET, m.v1_path(), None, Pending::Metadata(m)),
         Op::Ready(m) => (Method::GET, m.v1_path(), None, Pending::Ready(m)),
-        Op::Status(m) => (Method::GET, format!("{}/ready", m.v2_path()), None, Pending::Status(m)),
+        Op::Status(m) => (
+            Method::GET,
+            format!("{}/ready", m.v2_path()),
+            None,
+            Pending::Status(m),
+        ),
     };
     let mut parts = parts;
     let mut uri = parts.uri.into_parts();
-    uri.path_and_query = Some(
-        path.parse()
-            .map_err(|_| TranslateError::BadRequest(format!("model name not usable in a path: {path:?}")))?,
-    );
+    uri.path_and_query = Some(path.parse().map_err(|_| {
+        TranslateError::BadRequest(format!("model name not usable in a path: {path:?}"))
+    })?);
     parts.uri = Uri::from_parts(uri)
         .map_err(|e| TranslateError::BadRequest(format!("request target: {e}")))?;
     parts.method = method;
     strip_body_headers(&mut parts.headers);
     let body = match body {
         Some(b) => {
-            parts.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(b.len()));
+            parts
+                .headers
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            parts
+                .headers
+                .insert(CONTENT_LENGTH, HeaderValue::from(b.len()));
             full(Bytes::from(b))
         }
         None => full(Bytes::new()),
@@ -198,8 +209,12 @@ pub(crate) async fn response(
     };
     parts.status = StatusCode::OK;
     strip_body_headers(&mut parts.headers);
-    parts.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(out.len()));
+    parts
+        .headers
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts
+        .headers
+        .insert(CONTENT_LENGTH, HeaderValue::from(out.len()));
     Ok(Response::from_parts(parts, full(Bytes::from(out))))
 }
 
@@ -212,7 +227,10 @@ fn v1_ready(body: &[u8]) -> bool {
     if let Some(r) = v.get("ready").and_then(serde_json::Value::as_bool) {
         return r;
     }
-    match v.get("model_version_status").and_then(serde_json::Value::as_array) {
+    match v
+        .get("model_version_status")
+        .and_then(serde_json::Value::as_array)
+    {
         Some(list) => list
             .iter()
             .any(|s| s.get("state").and_then(serde_json::Value::as_str) == Some("AVAILABLE")),
@@ -264,11 +282,17 @@ pub(crate) fn upstream_error(status: StatusCode, body: &[u8]) -> TranslateError 
         400 | 422 => (StatusCode::BAD_REQUEST, code::INVALID_ARGUMENT),
         _ => (status, grpc_for_http(status)),
     };
-    TranslateError::Upstream { code, http, message }
+    TranslateError::Upstream {
+        code,
+        http,
+        message,
+    }
 }
 
 fn full(b: Bytes) -> TranslateBody {
-    Full::new(b).map_err(|never| -> BoxError { match never {} }).boxed_unsync()
+    Full::new(b)
+        .map_err(|never| -> BoxError { match never {} })
+        .boxed_unsync()
 }
 
 /// Headers that describe the old body and must not cross the bridge.

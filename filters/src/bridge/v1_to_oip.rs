@@ -22,7 +22,11 @@ pub enum V1Format {
 }
 
 /// A V1 `:predict` body → an OIP infer request body, and the format to answer in.
-pub fn request(sig: &Signature, body: &[u8], limit: u64) -> Result<(Vec<u8>, V1Format), TranslateError> {
+pub fn request(
+    sig: &Signature,
+    body: &[u8],
+    limit: u64,
+) -> Result<(Vec<u8>, V1Format), TranslateError> {
     let bad = TranslateError::BadRequest;
     let mut nests: Vec<Nest<'_>> = sig.inputs.iter().map(|_| Nest::default()).collect();
     let mut seen = vec![0usize; sig.inputs.len()];
@@ -61,11 +65,16 @@ pub fn request(sig: &Signature, body: &[u8], limit: u64) -> Result<(Vec<u8>, V1F
             return Err(bad(format!("missing input {:?}", want.name)));
         }
         if seen != expected {
-            return Err(fault(format!("in {seen} of {expected} instances (every instance needs every input)")));
+            return Err(fault(format!(
+                "in {seen} of {expected} instances (every instance needs every input)"
+            )));
         }
         let t = nest.finish(batch).map_err(fault)?;
         if !fits(&t.shape, &want.shape) {
-            return Err(fault(format!("shape {:?} does not fit the model's {:?}", t.shape, want.shape)));
+            return Err(fault(format!(
+                "shape {:?} does not fit the model's {:?}",
+                t.shape, want.shape
+            )));
         }
         check(&t.elems, want.datatype).map_err(fault)?;
         budget.charge(&t.elems, want.datatype)?;
@@ -104,7 +113,11 @@ fn named_or_single<'a>(
             }
             (None, _) => Err(format!(
                 "unknown input {key:?} (the model's inputs: {})",
-                inputs.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                inputs
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
         }
     })
@@ -167,13 +180,20 @@ pub fn answer(body: &[u8], format: V1Format, limit: u64) -> Result<Vec<u8>, Tran
             let dt = dt.ok_or_else(|| fault("no datatype"))?;
             let shp = shp.ok_or_else(|| fault("no shape"))?;
             let mut t: Tensor<'_> = data.ok_or_else(|| fault("no data"))?;
-            let shape: Vec<usize> = shp.iter().map(|&d| usize::try_from(d).unwrap_or(usize::MAX)).collect();
+            let shape: Vec<usize> = shp
+                .iter()
+                .map(|&d| usize::try_from(d).unwrap_or(usize::MAX))
+                .collect();
             if shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) != Some(t.elems.len()) {
                 return Err(fault("shape and data do not agree"));
             }
             check(&t.elems, dt).map_err(|e| fault(&e))?;
             t.shape = shape;
-            let sig = TensorSig { name, datatype: dt, shape: shp };
+            let sig = TensorSig {
+                name,
+                datatype: dt,
+                shape: shp,
+            };
             outputs.push((sig, t));
             Ok(())
         }),
@@ -214,8 +234,15 @@ fn write_columnar(outputs: &[(TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String
 }
 
 fn write_rows(outputs: &[(TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
-    let batch = outputs.first().and_then(|(_, t)| t.shape.first()).copied().unwrap_or(0);
-    if let Some((sig, _)) = outputs.iter().find(|(_, t)| t.shape.first() != Some(&batch)) {
+    let batch = outputs
+        .first()
+        .and_then(|(_, t)| t.shape.first())
+        .copied()
+        .unwrap_or(0);
+    if let Some((sig, _)) = outputs
+        .iter()
+        .find(|(_, t)| t.shape.first() != Some(&batch))
+    {
         return Err(format!(
             "output {:?} does not share the batch size {batch} (row format needs one)",
             sig.name
@@ -235,7 +262,10 @@ fn write_rows(outputs: &[(TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
             let inner = t.shape.get(1..).unwrap_or_default();
             let step = inner.iter().product::<usize>();
             let from = row.saturating_mul(step);
-            let part = t.elems.get(from..from.saturating_add(step)).unwrap_or_default();
+            let part = t
+                .elems
+                .get(from..from.saturating_add(step))
+                .unwrap_or_default();
             if named {
                 if i > 0 {
                     out.push(b',');

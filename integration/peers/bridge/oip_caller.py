@@ -40,7 +40,7 @@ def case(out, name, fn):
 
 def main():
     c = http.InferenceServerClient(sys.argv[1])
-    x = np.array([[1.5, -2.0, 3.25], [0.1, 0.2, -0.3], [1e-8, 1e30, -0.0]], dtype=np.float32)
+    x = np.array([[1.5, -2.0, 3.25], [0.1, 0.2, -0.3], [1e-8, -1e30, -0.0]], dtype=np.float32)
     tag = np.array([b"alpha", b"beta", "gamma \u00e9".encode()], dtype=np.object_)
     m = np.array([[1, 2, 3], [4, 5, -(2**62)]], dtype=np.int64)
     out = {"x_bits": x.view(np.uint32).flatten().tolist()}

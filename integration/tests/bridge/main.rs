@@ -57,8 +57,12 @@ async fn run_script(venv: &str, script: &str, args: &[String]) -> anyhow::Result
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    serde_json::from_slice(&out.stdout)
-        .with_context(|| format!("{script} printed no JSON: {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "{script} printed no JSON: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
 }
 
 const SCORER: &str = "inputs: [{ name: x, datatype: FP32, shape: [-1, 3] }, { name: tag, datatype: BYTES, shape: [-1] }]
@@ -101,7 +105,12 @@ clusters:
 async fn tritonclient_reaches_kserve_v1_models() -> anyhow::Result<()> {
     let server = ModelServer::kserve_v1(&peers().await?).await?;
     let ferry = Ferry::start(&oip_to_v1_config(server.rest)).await?;
-    let got = run_script("triton", "oip_caller.py", &[ferry.only_listener()?.to_string()]).await?;
+    let got = run_script(
+        "triton",
+        "oip_caller.py",
+        &[ferry.only_listener()?.to_string()],
+    )
+    .await?;
 
     let x: Vec<f32> = vec![1.5, -2.0, 3.25, 0.1, 0.2, -0.3, 1e-8, -1e30, -0.0];
     let bits = |v: &[f32]| v.iter().map(|f| json!(f.to_bits())).collect::<Vec<_>>();
@@ -114,7 +123,10 @@ async fn tritonclient_reaches_kserve_v1_models() -> anyhow::Result<()> {
         json!({"dtype": "float32", "shape": [3, 3], "values": bits(&doubled)}),
         "{got}"
     );
-    assert_eq!(scorer["positives"], json!({"dtype": "int64", "shape": [3], "values": [2, 2, 1]}));
+    assert_eq!(
+        scorer["positives"],
+        json!({"dtype": "int64", "shape": [3], "values": [2, 2, 1]})
+    );
     assert_eq!(
         scorer["label"],
         json!({"dtype": "object", "shape": [3], "values": ["ALPHA", "BETA", "GAMMA É"]})
@@ -141,7 +153,11 @@ async fn tritonclient_reaches_kserve_v1_models() -> anyhow::Result<()> {
         let msg = e["message"].as_str().unwrap_or_default();
         assert!(msg.contains(text), "{case}: {msg:?} lacks {text:?}");
     };
-    error("wrong_dtype", "400", "datatype \"FP64\" does not match the model's FP32");
+    error(
+        "wrong_dtype",
+        "400",
+        "datatype \"FP64\" does not match the model's FP32",
+    );
     error("missing_input", "400", "missing input \"tag\"");
     error("unknown_model", "404", "nope");
     Ok(())
@@ -177,7 +193,10 @@ clusters:
 
     let direct = &got["direct"];
     assert_eq!(direct["status"], 200, "{got}");
-    let outputs = direct["body"]["outputs"].as_array().cloned().unwrap_or_default();
+    let outputs = direct["body"]["outputs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(outputs.len(), 3, "{direct}");
     // The direct answer, cut into rows and columns as a V1 caller sees it.
     let mut rows = vec![serde_json::Map::new(); 3];
@@ -199,10 +218,21 @@ clusters:
         }
         columns.insert(name, Value::Array(column));
     }
-    assert_eq!(got["row"], json!({"status": 200, "body": {"predictions": rows}}), "{got}");
-    assert_eq!(got["columnar"], json!({"status": 200, "body": {"outputs": columns}}), "{got}");
+    assert_eq!(
+        got["row"],
+        json!({"status": 200, "body": {"predictions": rows}}),
+        "{got}"
+    );
+    assert_eq!(
+        got["columnar"],
+        json!({"status": 200, "body": {"outputs": columns}}),
+        "{got}"
+    );
     assert_eq!(got["row"]["body"]["predictions"][1]["name"], "bé");
-    assert_eq!(got["status"], json!({"status": 200, "body": {"name": "echo", "ready": true}}));
+    assert_eq!(
+        got["status"],
+        json!({"status": 200, "body": {"name": "echo", "ready": true}})
+    );
     let error = |case: &str, status: u16, text: &str| {
         let e = &got[case];
         assert_eq!(e["status"], status, "{case}: {e}");
