@@ -290,3 +290,34 @@ pub(crate) fn fits(shape: &[usize], want: &[i64]) -> bool {
             .zip(want)
             .all(|(&s, &w)| w < 0 || u64::try_from(w).is_ok_and(|w| w == s as u64))
 }
+
+/// Writes an OIP `shape` array.
+pub(crate) fn write_shape(out: &mut Vec<u8>, shape: &[usize]) {
+    out.push(b'[');
+    for (i, d) in shape.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(d.to_string().as_bytes());
+    }
+    out.push(b']');
+}
+
+/// An OIP `shape` array.
+pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Vec<i64>, String> {
+    let mut out = Vec::new();
+    r.array(|r| {
+        let d = match scalar(r)? {
+            Elem::Num { text, int: true } => text.parse::<i64>().ok(),
+            _ => None,
+        };
+        out.push(d.ok_or_else(|| "shape entries must be integers".to_owned())?);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The datatype of an OIP `datatype` string.
+pub(crate) fn datatype(text: &str) -> Result<DataType, String> {
+    DataType::parse(text).ok_or_else(|| format!("unknown datatype {text:?}"))
+}

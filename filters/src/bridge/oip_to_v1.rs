@@ -5,10 +5,12 @@
 //! has a batch dimension first) or `inputs` (columnar). The answer's `predictions` or
 //! `outputs` are typed by the signature's outputs and written as OIP `outputs`.
 
+use crate::translate::TranslateError;
 use crate::translate::json_in::reader::Reader;
-use crate::translate::{DataType, TranslateError};
 
-use super::nested::{Elem, Nest, Tensor, check, fits, scalar, write_flat, write_nested, write_str};
+use super::nested::{
+    Elem, Nest, Tensor, check, fits, shape, write_flat, write_nested, write_shape, write_str,
+};
 use super::{Budget, Signature, TensorSig, b64_named};
 
 /// What the answer needs from the request.
@@ -362,39 +364,9 @@ fn write_answer(call: &OipCall, outputs: &[(&TensorSig, Tensor<'_>)]) -> Result<
     Ok(out)
 }
 
-pub(crate) fn write_shape(out: &mut Vec<u8>, shape: &[usize]) {
-    out.push(b'[');
-    for (i, d) in shape.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(d.to_string().as_bytes());
-    }
-    out.push(b']');
-}
-
-/// An OIP `shape` array.
-pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Vec<i64>, String> {
-    let mut out = Vec::new();
-    r.array(|r| {
-        let d = match scalar(r)? {
-            Elem::Num { text, int: true } => text.parse::<i64>().ok(),
-            _ => None,
-        };
-        out.push(d.ok_or_else(|| "shape entries must be integers".to_owned())?);
-        Ok(())
-    })?;
-    Ok(out)
-}
-
 fn names_of(ts: &[TensorSig]) -> String {
     ts.iter()
         .map(|t| t.name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The datatype of an OIP `datatype` string.
-pub(crate) fn datatype(text: &str) -> Result<DataType, String> {
-    DataType::parse(text).ok_or_else(|| format!("unknown datatype {text:?}"))
 }

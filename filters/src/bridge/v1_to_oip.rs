@@ -7,8 +7,10 @@
 use crate::translate::TranslateError;
 use crate::translate::json_in::reader::Reader;
 
-use super::nested::{Elem, Nest, Tensor, check, fits, write_flat, write_nested, write_str};
-use super::oip_to_v1::{datatype, shape, write_shape};
+use super::nested::{
+    Elem, Nest, Tensor, check, datatype, fits, shape, write_flat, write_nested, write_shape,
+    write_str,
+};
 use super::{Budget, Signature, TensorSig, b64_named};
 
 /// The V1 format the caller used, which its answer keeps.
