@@ -27,6 +27,7 @@ mod tensors;
 mod tls;
 mod tracing;
 mod transcode;
+mod translate;
 mod values;
 
 pub(crate) use limits::key_part_text;

@@ -199,10 +199,7 @@ impl Pending {
             grpc_status: resp.and_then(|r| grpc_status(r.headers())),
             translate: route
                 .and_then(|r| r.config.translate.as_ref())
-                .map(|t| match t.direction {
-                    ferry_config::TranslateDirection::RestToGrpc => "rest->grpc",
-                    ferry_config::TranslateDirection::GrpcToRest => "grpc->rest",
-                }),
+                .map(|t| t.direction.label()),
             bytes_in: 0,
             bytes_out: 0,
             duration: ttfb,
