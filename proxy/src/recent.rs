@@ -150,3 +150,6 @@ fn records<'a>(out: &mut Vec<u8>, rs: impl Iterator<Item = &'a AccessRecord>) {
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+mod tests;

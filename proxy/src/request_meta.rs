@@ -6,11 +6,9 @@
 //! route and the model; the balancer: cluster, endpoint, attempts), and this layer reads it
 //! once the response headers are ready.
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use ferry_filters::model_name::ModelRef;
@@ -24,8 +22,12 @@ use crate::route::RouteEntry;
 use crate::tap::{Facts, Taps};
 
 mod access;
+mod answer;
+mod future;
 
 use access::{Capture, Pending as PendingLine, Targets};
+use answer::Answer;
+pub use future::ResponseFuture;
 
 /// What inner layers learned about one request.
 #[derive(Debug)]
@@ -279,15 +281,15 @@ where
         // A sink copies the request's texts; without one `/recent` only glances (reference
         // counts) and copies for the few answers it keeps.
         let seen = Some(Capture::of(&req, self.shared.access_log.is_some()));
-        ResponseFuture {
-            inner: self.inner.call(req),
-            done: Some(Pending {
+        ResponseFuture::new(
+            self.inner.call(req),
+            Pending {
                 recorder: self.shared.clone(),
                 start,
                 outcome,
                 seen,
-            }),
-        }
+            },
+        )
     }
 }
 
@@ -298,34 +300,6 @@ struct Pending {
     start: Instant,
     outcome: Arc<Outcome>,
     seen: Option<Capture>,
-}
-
-pin_project_lite::pin_project! {
-    /// The inner answer, recorded when it is ready. Written out rather than boxed: it runs for
-    /// every request.
-    #[derive(Debug)]
-    pub struct ResponseFuture<F> {
-        #[pin]
-        inner: F,
-        done: Option<Pending>,
-    }
-}
-
-impl<F> Future for ResponseFuture<F>
-where
-    F: Future<Output = Result<Response<ProxyBody>, BoxError>>,
-{
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        let resp = ready!(this.inner.poll(cx))?;
-        if let Some(mut p) = this.done.take() {
-            let seen = p.seen.take();
-            p.recorder.record(&resp, p.start, &p.outcome, seen);
-        }
-        Poll::Ready(Ok(resp))
-    }
 }
 
 // === impl Recorder ===
@@ -446,44 +420,3 @@ impl Recorder {
         any.then_some(targets)
     }
 }
-
-/// What the response headers say about an answer, read once for `/stats` and `/recent`.
-#[derive(Debug)]
-struct Answer {
-    failed: bool,
-    limited: bool,
-    rendered: Option<&'static str>,
-}
-
-impl Answer {
-    fn of(resp: &Response<ProxyBody>, code: u16) -> Self {
-        let grpc = resp
-            .headers()
-            .get(&GRPC_STATUS)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok());
-        let rendered = resp
-            .extensions()
-            .get::<ferry_filters::failure::Rendered>()
-            .map(|r| r.0);
-        Answer {
-            failed: crate::stats::is_failure(code, grpc),
-            // Only ferry's own 429/503 answers can be its limits'.
-            limited: matches!(code, 429 | 503) && crate::stats::is_limited(rendered),
-            rendered,
-        }
-    }
-
-    /// Adds the answer to its route's and its endpoint's `/stats` rows. A gRPC status in
-    /// the trailers comes later ([`Outcome::observe_trailers`]).
-    fn count(&self, duration: Duration, route: &crate::stats::Cell, forwarded: Option<&Forwarded>) {
-        let retries = forwarded.map_or(0, |f| f.attempts.saturating_sub(1));
-        route.answer(duration, self.failed, retries, self.limited);
-        if let Some(f) = forwarded {
-            f.stats.answer(duration, self.failed, retries, self.limited);
-        }
-    }
-}
-
-/// `grpc-status`, parsed once.
-static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");

@@ -5,8 +5,8 @@
 //! route keeps counting across reloads) and its last attempt's endpoint's; model rows are
 //! the sum of the routes that match the model, cluster rows the sum of their endpoints, so
 //! the request path touches two cells only (relaxed atomic adds, no lock, no allocation).
-//! A 1 Hz sampler ([`window`]) turns the cells into per-second deltas in a bounded ring, and
-//! a window is the sum of its last N seconds ([`query`]).
+//! A 1 Hz sampler (`window`) turns the cells into per-second deltas in a bounded ring, and
+//! a window is the sum of its last N seconds (`query`).
 //!
 //! Why not the Prometheus series: `prometheus-client` neither lists a family's series nor
 //! exposes a histogram's buckets, and its latency buckets double, too coarse for a p99 read
