@@ -20,6 +20,7 @@ use crate::validate::{Parts, format_duration, format_percent};
 
 mod access_log;
 mod cluster;
+mod fault;
 mod limits;
 mod tls;
 mod tracing;
@@ -240,8 +241,12 @@ fn route(r: &Route) -> Value {
             json!({ "report": r.load_report.report, "strip": r.load_report.strip }),
         );
     }
+    if let Some(f) = &r.fault {
+        out.insert("fault".into(), fault::fault(f));
+    }
     Value::Object(out)
 }
+
 
 fn validate_tensors(v: &crate::ir::ValidateTensors) -> Value {
     use crate::ir::TensorMetadataSource;

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 mod access_log;
 mod cluster;
+mod fault;
 mod lb;
 mod limits;
 mod route;
@@ -22,6 +23,7 @@ pub use access_log::{AccessLogFormatSpec, AccessLogSpec};
 pub use cluster::{
     DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
 };
+pub use fault::{FaultAbortSpec, FaultDelaySpec, FaultSpec};
 pub use lb::{LbObjectSpec, LbSpec, LoadReportLbSpec};
 pub use limits::{
     ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,
@@ -34,8 +36,8 @@ pub use route::{
     UpstreamBinarySpec, WireSpec,
 };
 pub use scalars::{
-    DurationText, HeaderNameText, HostPortText, PercentText, RatioText, SocketAddrText, Text,
-    WeightText,
+    DurationText, HashKeyPartText, HeaderNameText, HostPortText, LoadFactorText, PercentNumberText,
+    PercentText, RatioText, SocketAddrText, Text, WeightText,
 };
 pub use shorthand::{HeaderValues, MatchSpec, Methods, Paths, StringMatchSpec, To, WeightedTarget};
 pub use tensors::{MetadataSourceSpec, ModelTensorsSpec, TensorSpec, ValidateTensorsSpec};
