@@ -91,13 +91,13 @@ fn hash_lb_errors_carry_positions() {
     assert_eq!(
         errors(&config("{ policy: p2c-ewma, key: [client] }", "")),
         [
-            "routes.yaml:11:31: clusters[0].lb.key: key applies to policy hash only (expected policy: hash, or no key)"
+            "routes.yaml:11:34: clusters[0].lb.key: key applies to policy hash only (expected policy: hash, or no key)"
         ]
     );
     assert_eq!(
         errors(&config("{ policy: hash, key: [client], fallback: hash }", "")),
         [
-            "routes.yaml:11:46: clusters[0].lb.fallback: hash cannot be its own fallback (expected p2c-ewma or round-robin)"
+            "routes.yaml:11:50: clusters[0].lb.fallback: hash cannot be its own fallback (expected p2c-ewma or round-robin)"
         ]
     );
 }
