@@ -10,6 +10,7 @@ pub mod failure;
 pub mod limits;
 pub mod load_report;
 pub mod model_name;
+pub mod prompt_prefix;
 pub mod tensor_check;
 pub mod trace_context;
 pub mod transcode;
