@@ -7,6 +7,7 @@ pub mod authorization;
 pub mod body_limit;
 pub mod connection;
 pub mod failure;
+pub mod fault;
 pub mod limits;
 pub mod load_report;
 pub mod model_name;

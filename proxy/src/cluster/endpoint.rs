@@ -53,6 +53,10 @@ pub struct Endpoint {
     /// new value with the previous time misjudges one decay step, harmless.
     load: AtomicU64,
     load_at: AtomicU64,
+    /// The cluster's own in-flight count, kept beside the endpoint's for clusters that need
+    /// the total on every pick (consistent hashing's load bound): summing 256 endpoints per
+    /// pick would cost more than the pick.
+    cluster_in_flight: Option<Arc<AtomicUsize>>,
     state: Mutex<State>,
 }
 
@@ -69,7 +73,7 @@ pub struct InFlight<'a>(&'a Endpoint);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.finish();
     }
 }
 
@@ -79,7 +83,7 @@ pub struct InFlightOwned(Arc<Endpoint>);
 
 impl Drop for InFlightOwned {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.finish();
     }
 }
 
@@ -100,6 +104,7 @@ impl Endpoint {
             joined: 0,
             load: AtomicU64::new(0),
             load_at: AtomicU64::new(0),
+            cluster_in_flight: None,
             state: Mutex::new(State {
                 ewma_ns: DEFAULT_RTT.as_nanos() as f64,
                 updated: Instant::now(),
@@ -137,16 +142,38 @@ impl Endpoint {
         }
     }
 
+    /// The endpoint with its requests also counted in `total` (its cluster's count).
+    pub fn counted_in(self, total: Option<Arc<AtomicUsize>>) -> Self {
+        Self {
+            cluster_in_flight: total,
+            ..self
+        }
+    }
+
     /// Counts a request in flight until the returned guard drops.
     pub fn start_owned(self: &Arc<Self>) -> InFlightOwned {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.begin();
         InFlightOwned(self.clone())
     }
 
     /// Counts a request in flight until the guard drops.
     pub fn start(&self) -> InFlight<'_> {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.begin();
         InFlight(self)
+    }
+
+    fn begin(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        if let Some(total) = &self.cluster_in_flight {
+            total.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn finish(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Some(total) = &self.cluster_in_flight {
+            total.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// The load estimate P2C compares: latency × (in-flight + 1), as in peak-EWMA.
