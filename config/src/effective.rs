@@ -247,7 +247,6 @@ fn route(r: &Route) -> Value {
     Value::Object(out)
 }
 
-
 fn validate_tensors(v: &crate::ir::ValidateTensors) -> Value {
     use crate::ir::TensorMetadataSource;
     match &v.source {

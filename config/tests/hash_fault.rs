@@ -65,7 +65,10 @@ fn hash_lb_is_parsed_with_defaults_and_shown() {
 #[test]
 fn hash_lb_errors_carry_positions() {
     assert_eq!(
-        errors(&config("{ policy: hash, key: [header:x-s], bounded_load: 0.5 }", "")),
+        errors(&config(
+            "{ policy: hash, key: [header:x-s], bounded_load: 0.5 }",
+            ""
+        )),
         [
             "routes.yaml:11:58: clusters[0].lb.bounded_load: bounded_load 0.5 is below 1: the mean load itself would be over the bound (expected 0 for no bound, or a factor >= 1 such as 1.25)"
         ]
@@ -95,7 +98,10 @@ fn hash_lb_errors_carry_positions() {
         ]
     );
     assert_eq!(
-        errors(&config("{ policy: hash, key: [client], fallback: hash }", "")),
+        errors(&config(
+            "{ policy: hash, key: [client], fallback: hash }",
+            ""
+        )),
         [
             "routes.yaml:11:50: clusters[0].lb.fallback: hash cannot be its own fallback (expected p2c-ewma or round-robin)"
         ]

@@ -126,7 +126,10 @@ impl FaultLayer {
     /// The faults for one request: (delay, abort).
     fn roll<B>(&self, req: &Request<B>) -> (Option<Duration>, Option<FaultAborted>) {
         let s = &self.settings;
-        if s.header.as_ref().is_some_and(|h| !req.headers().contains_key(h)) {
+        if s.header
+            .as_ref()
+            .is_some_and(|h| !req.headers().contains_key(h))
+        {
             return (None, None);
         }
         let mut rng = rand::rng();

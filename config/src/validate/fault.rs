@@ -31,7 +31,9 @@ pub(super) fn fault(ctx: &mut Ctx<'_>, path: &str, spec: Option<&FaultSpec>) -> 
                     Some(f)
                 });
             let ratio = percent(ctx, &format!("{p}.percent"), &d.percent);
-            fixed.zip(ratio).map(|(fixed, ratio)| Some(FaultDelay { fixed, ratio }))
+            fixed
+                .zip(ratio)
+                .map(|(fixed, ratio)| Some(FaultDelay { fixed, ratio }))
         }
     };
     let abort = match &spec.abort {

@@ -61,7 +61,10 @@ async fn an_aborted_request_never_reaches_the_inner_service() {
     let grpc = render(aborted, true);
     assert_eq!(grpc.status(), StatusCode::OK);
     assert_eq!(grpc.headers()["grpc-status"], "14");
-    assert_eq!(render(aborted, false).status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        render(aborted, false).status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
 }
 
 #[tokio::test]
@@ -93,7 +96,14 @@ async fn shares_follow_the_percentages_and_every_fault_is_counted() {
     let n = 20_000usize;
     let mut failed = 0;
     for _ in 0..n {
-        if svc.ready().await.unwrap().call(Request::new(())).await.is_err() {
+        if svc
+            .ready()
+            .await
+            .unwrap()
+            .call(Request::new(()))
+            .await
+            .is_err()
+        {
             failed += 1;
         }
     }

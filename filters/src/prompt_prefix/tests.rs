@@ -19,10 +19,7 @@ fn concatenates_the_text_of_messages_in_order() {
         {"role":"system","content":"You are terse."},
         {"role":"user","name":"x","content":[{"type":"text","text":"Hi"},{"type":"image_url","image_url":{"url":"u"}},{"type":"text","text":"!"}]}
     ],"stream":true}"#;
-    assert_eq!(
-        prompt_prefix(body, 1000, false),
-        found("You are terse.Hi!")
-    );
+    assert_eq!(prompt_prefix(body, 1000, false), found("You are terse.Hi!"));
     assert_eq!(prompt_prefix(body, 7, false), found("You are"));
 }
 

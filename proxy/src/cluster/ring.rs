@@ -89,13 +89,15 @@ impl Ring {
     pub fn pick(&self, key: u64, b: Bounds, now: Instant) -> Option<&Arc<Endpoint>> {
         let start = self.locate(key);
         let first = self.owner(start)?;
-        let usable =
-            |e: &Endpoint| Some(e.addr) != b.avoid && !(b.ejections && e.is_ejected(now));
+        let usable = |e: &Endpoint| Some(e.addr) != b.avoid && !(b.ejections && e.is_ejected(now));
         // The common case, O(1): the key's own endpoint is usable and under the bound. The
         // bound here counts every endpoint, so it is never looser than the exact one below
         // (ejected endpoints carry little in flight, and counting them lowers the mean).
         let n = self.members.len();
-        if usable(first) && b.factor.is_none_or(|f| first.in_flight() < cap(f, b.in_flight, n)) {
+        if usable(first)
+            && b.factor
+                .is_none_or(|f| first.in_flight() < cap(f, b.in_flight, n))
+        {
             return Some(first);
         }
         // The exact bound over the usable endpoints, then the walk clockwise.

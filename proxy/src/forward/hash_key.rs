@@ -172,7 +172,11 @@ async fn read_prompt(body: ProxyBody, n: usize) -> Result<(Option<Vec<u8>>, Prox
 }
 
 /// The key of `req` from `parts`, `None` when none of them is present.
-pub fn key_of<B>(parts: &[HashKeyPart], req: &Request<B>, prompt: Option<&[u8]>) -> Option<HashKey> {
+pub fn key_of<B>(
+    parts: &[HashKeyPart],
+    req: &Request<B>,
+    prompt: Option<&[u8]>,
+) -> Option<HashKey> {
     let mut h = Xxh3::new();
     let mut any = false;
     let mut path_model: Option<ModelRef>;

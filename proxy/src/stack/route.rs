@@ -23,9 +23,7 @@ use super::filters::Filters;
 use crate::cluster::Cluster;
 use crate::direct::Direct;
 use crate::filter_settings;
-use crate::forward::{
-    BalanceLayer, EndpointClient, HashKeyLayer, RetryLayer, Split, TimeoutLayer,
-};
+use crate::forward::{BalanceLayer, EndpointClient, HashKeyLayer, RetryLayer, Split, TimeoutLayer};
 use crate::metrics::{FaultLabels, Metrics, RouteLabels};
 use crate::request_meta::Outcome;
 use crate::rewrite::{Edits, RewriteLayer};

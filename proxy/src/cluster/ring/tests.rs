@@ -68,7 +68,11 @@ fn adding_or_removing_one_of_ten_endpoints_moves_about_a_tenth_of_the_keys() {
     let eleven = owners(&Ring::new(&endpoints(1..=11)), 100_000);
     let nine = owners(&Ring::new(&endpoints(1..=9)), 100_000);
     let (added, removed) = (moved(&ten, &eleven), moved(&ten, &nine));
-    println!("moved: {:.2} % adding an 11th endpoint, {:.2} % removing the 10th", added * 100.0, removed * 100.0);
+    println!(
+        "moved: {:.2} % adding an 11th endpoint, {:.2} % removing the 10th",
+        added * 100.0,
+        removed * 100.0
+    );
     // The least possible: 1/11 and 1/10; the ring moves only those keys.
     assert!(added <= 0.15 && removed <= 0.15, "{added} {removed}");
     // Keys that moved on adding went to the new endpoint, and only the removed one's moved.
@@ -104,7 +108,12 @@ fn a_hot_key_spills_to_the_next_endpoints_and_none_passes_the_bound() {
         };
         let e = ring.pick(key, b, now).unwrap().clone();
         let bound = cap(1.25, total, members.len());
-        assert!(e.in_flight() < bound, "{} at {} of {bound}", e.addr, e.in_flight());
+        assert!(
+            e.in_flight() < bound,
+            "{} at {} of {bound}",
+            e.addr,
+            e.in_flight()
+        );
         if !order.contains(&e.addr) {
             order.push(e.addr);
         }
@@ -129,7 +138,14 @@ fn ejected_and_avoided_endpoints_are_passed_over_in_ring_order() {
     let key = 7;
     let home = ring.pick(key, free(), now).unwrap().clone();
     let avoided = ring
-        .pick(key, Bounds { avoid: Some(home.addr), ..free() }, now)
+        .pick(
+            key,
+            Bounds {
+                avoid: Some(home.addr),
+                ..free()
+            },
+            now,
+        )
         .unwrap()
         .clone();
     assert_ne!(avoided.addr, home.addr);
@@ -144,7 +160,10 @@ fn ejected_and_avoided_endpoints_are_passed_over_in_ring_order() {
     // The next endpoint clockwise, the same one a retry avoiding home gets.
     assert_eq!(after.addr, avoided.addr);
     // Without outlier detection ejections do not count.
-    let b = Bounds { ejections: false, ..free() };
+    let b = Bounds {
+        ejections: false,
+        ..free()
+    };
     assert_eq!(ring.pick(key, b, Instant::now()).unwrap().addr, home.addr);
 }
 

@@ -25,13 +25,21 @@ fn parts_present_make_the_key_and_absent_ones_are_left_out() {
     ];
     assert_eq!(key_of(&parts, &req(&[]), None), None);
     let a = key_of(&parts, &req(&[("x-session-id", "s1")]), None);
-    let b = key_of(&parts, &req(&[("x-session-id", "s1"), ("cookie", "a=1")]), None);
+    let b = key_of(
+        &parts,
+        &req(&[("x-session-id", "s1"), ("cookie", "a=1")]),
+        None,
+    );
     let c = key_of(&parts, &req(&[("x-session-id", "s2")]), None);
     assert!(a.is_some());
     assert_eq!(a, b, "an unrelated cookie changes nothing");
     assert_ne!(a, c);
     let d = key_of(&parts, &req(&[("cookie", "a=1; sid=xyz")]), None);
-    let e = key_of(&parts, &req(&[("cookie", "sid=xyz"), ("cookie", "b=2")]), None);
+    let e = key_of(
+        &parts,
+        &req(&[("cookie", "sid=xyz"), ("cookie", "b=2")]),
+        None,
+    );
     assert!(d.is_some());
     assert_eq!(d, e);
 }
@@ -73,6 +81,8 @@ async fn the_prompt_is_read_from_a_prefix_and_every_byte_replayed() {
         key_of(&parts, &req(&[]), Some(&system.as_bytes()[..64])),
         key_of(&parts, &req(&[]), Some(other.as_bytes()))
     );
-    let (none, _) = read_prompt(body::full(r#"{"input":"x"}"#), 64).await.unwrap();
+    let (none, _) = read_prompt(body::full(r#"{"input":"x"}"#), 64)
+        .await
+        .unwrap();
     assert_eq!(none, None);
 }
