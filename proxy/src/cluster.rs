@@ -180,7 +180,7 @@ impl Cluster {
                 avoid,
                 ejections: self.config.outlier.is_some(),
             };
-            if let Some(e) = ring.pick(key.0, bounds, Instant::now()) {
+            if let Some(e) = ring.pick(key.0, bounds, Instant::now) {
                 return Some(Ok(e.clone()));
             }
             // No usable endpoint on the ring: the fallback's panic mode picks one.

@@ -247,6 +247,12 @@ impl Endpoint {
             .then(|| f64::from_bits(self.load.load(Ordering::Relaxed)))
     }
 
+    /// Whether the endpoint was ever ejected (one atomic load, no clock read): a pick checks
+    /// this before [`Endpoint::is_ejected`] reads the time.
+    pub fn was_ever_ejected(&self) -> bool {
+        self.ejected_until.load(Ordering::Relaxed) != 0
+    }
+
     /// Whether the endpoint is currently ejected.
     pub fn is_ejected(&self, now: Instant) -> bool {
         self.ejected_until.load(Ordering::Relaxed) > since_epoch(now)

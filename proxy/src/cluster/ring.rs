@@ -7,8 +7,8 @@
 //! Zadimoghaddam, "Consistent Hashing with Bounded Loads") is defined on the ring: a full
 //! endpoint passes the request on to the next endpoint clockwise, so a hot key spills over to
 //! the same few neighbours, not to random ones. The price is a binary search per pick instead
-//! of one table lookup; at 256 endpoints (40,960 points) that is 16 steps (see
-//! bench/results/*-hash-lb for the figures).
+//! of one table lookup, made short by an index on the hashes' top bits (see
+//! bench/results/2026-12-05-hash-lb for the figures).
 //!
 //! Points are `xxh3(ip:port "#" i)`, so every ferry with the same endpoints builds the same
 //! ring and sends a key to the same replica.
@@ -32,6 +32,12 @@ pub struct Ring {
     hashes: Vec<u64>,
     /// The endpoint (index into `members`) owning each point.
     owners: Vec<u32>,
+    /// `index[b]` is the first point whose hash's top bits are `b` or more (one more entry
+    /// than buckets): a lookup searches one bucket of about two points instead of the whole
+    /// ring, whose 16 dependent steps at 256 endpoints miss the cache.
+    index: Vec<u32>,
+    /// `64 - log2(buckets)`.
+    shift: u32,
     members: Vec<Arc<Endpoint>>,
 }
 
@@ -65,9 +71,24 @@ impl Ring {
         }
         // Ties (vanishingly rare) broken by owner, so every ferry orders them alike.
         points.sort_unstable();
+        let hashes: Vec<u64> = points.iter().map(|p| p.0).collect();
+        // About two points per bucket.
+        let bits = (usize::BITS - (hashes.len() / 2).max(1).leading_zeros()).clamp(1, 24);
+        let shift = 64 - bits;
+        let mut index = Vec::with_capacity((1 << bits) + 1);
+        let mut at = 0usize;
+        for bucket in 0..(1u64 << bits) {
+            while hashes.get(at).is_some_and(|&h| (h >> shift) < bucket) {
+                at += 1;
+            }
+            index.push(u32::try_from(at).unwrap_or(u32::MAX));
+        }
+        index.push(u32::try_from(hashes.len()).unwrap_or(u32::MAX));
         Ring {
-            hashes: points.iter().map(|p| p.0).collect(),
             owners: points.iter().map(|p| p.1).collect(),
+            hashes,
+            index,
+            shift,
             members: members.to_vec(),
         }
     }
@@ -79,17 +100,30 @@ impl Ring {
 
     /// The index of the first point at or after `key` (wrapping).
     fn locate(&self, key: u64) -> usize {
-        let i = self.hashes.partition_point(|&h| h < key);
-        if i == self.hashes.len() { 0 } else { i }
+        let bucket = (key >> self.shift) as usize;
+        let (Some(&lo), Some(&hi)) = (self.index.get(bucket), self.index.get(bucket + 1)) else {
+            return 0;
+        };
+        let (lo, hi) = (lo as usize, hi as usize);
+        let i = lo
+            + self
+                .hashes
+                .get(lo..hi)
+                .map_or(0, |b| b.partition_point(|&h| h < key));
+        if i >= self.hashes.len() { 0 } else { i }
     }
 
     /// The endpoint for `key`: the owner of its point when usable and under the bound, else
     /// the next such endpoint clockwise. `None` when no endpoint is usable (the caller's panic
     /// mode takes over).
-    pub fn pick(&self, key: u64, b: Bounds, now: Instant) -> Option<&Arc<Endpoint>> {
+    /// `now` is read only for an endpoint that was ever ejected (a clock read costs about as
+    /// much as the rest of a pick).
+    pub fn pick(&self, key: u64, b: Bounds, now: impl Fn() -> Instant) -> Option<&Arc<Endpoint>> {
         let start = self.locate(key);
         let first = self.owner(start)?;
-        let usable = |e: &Endpoint| Some(e.addr) != b.avoid && !(b.ejections && e.is_ejected(now));
+        let usable = |e: &Endpoint| {
+            Some(e.addr) != b.avoid && !(b.ejections && e.was_ever_ejected() && e.is_ejected(now()))
+        };
         // The common case, O(1): the key's own endpoint is usable and under the bound. The
         // bound here counts every endpoint, so it is never looser than the exact one below
         // (ejected endpoints carry little in flight, and counting them lowers the mean).

@@ -112,7 +112,11 @@ where
 
     fn call(&mut self, req: Request<ProxyBody>) -> ResponseFuture {
         let avoid = req.extensions().get::<Avoid>().map(|a| a.0);
-        let key = req.extensions().get::<HashKey>().copied();
+        // Only hash clusters look for a key: the others skip the extension lookup.
+        let key = match self.shared.cluster.config.hash {
+            Some(_) => req.extensions().get::<HashKey>().copied(),
+            None => None,
+        };
         match self.shared.cluster.pick_now(avoid, key) {
             // Known endpoints: the attempt starts now, in a future written out (no box of
             // its own: it runs for every request).

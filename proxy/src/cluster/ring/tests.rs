@@ -32,7 +32,7 @@ fn keys(n: u64) -> impl Iterator<Item = u64> {
 fn owners(ring: &Ring, n: u64) -> Vec<SocketAddr> {
     let now = Instant::now();
     keys(n)
-        .map(|k| ring.pick(k, free(), now).unwrap().addr)
+        .map(|k| ring.pick(k, free(), || now).unwrap().addr)
         .collect()
 }
 
@@ -96,7 +96,7 @@ fn a_hot_key_spills_to_the_next_endpoints_and_none_passes_the_bound() {
     let ring = Ring::new(&members);
     let now = Instant::now();
     let key = 42;
-    let home = ring.pick(key, free(), now).unwrap().addr;
+    let home = ring.pick(key, free(), || now).unwrap().addr;
     let mut held = Vec::new();
     let mut order = Vec::new();
     for _ in 0..100 {
@@ -106,7 +106,7 @@ fn a_hot_key_spills_to_the_next_endpoints_and_none_passes_the_bound() {
             in_flight: total,
             ..free()
         };
-        let e = ring.pick(key, b, now).unwrap().clone();
+        let e = ring.pick(key, b, || now).unwrap().clone();
         let bound = cap(1.25, total, members.len());
         assert!(
             e.in_flight() < bound,
@@ -126,7 +126,7 @@ fn a_hot_key_spills_to_the_next_endpoints_and_none_passes_the_bound() {
     assert!(loads.iter().all(|&l| l <= cap(1.25, 99, 5)), "{loads:?}");
     // Unbounded, every request goes home.
     drop(held);
-    let e = ring.pick(key, free(), now).unwrap();
+    let e = ring.pick(key, free(), || now).unwrap();
     assert_eq!(e.addr, home);
 }
 
@@ -136,7 +136,7 @@ fn ejected_and_avoided_endpoints_are_passed_over_in_ring_order() {
     let ring = Ring::new(&members);
     let now = Instant::now();
     let key = 7;
-    let home = ring.pick(key, free(), now).unwrap().clone();
+    let home = ring.pick(key, free(), || now).unwrap().clone();
     let avoided = ring
         .pick(
             key,
@@ -144,7 +144,7 @@ fn ejected_and_avoided_endpoints_are_passed_over_in_ring_order() {
                 avoid: Some(home.addr),
                 ..free()
             },
-            now,
+            || now,
         )
         .unwrap()
         .clone();
@@ -156,7 +156,7 @@ fn ejected_and_avoided_endpoints_are_passed_over_in_ring_order() {
         max_ejection_percent: 100,
     };
     assert!(home.failure(&outlier, true));
-    let after = ring.pick(key, free(), Instant::now()).unwrap();
+    let after = ring.pick(key, free(), Instant::now).unwrap();
     // The next endpoint clockwise, the same one a retry avoiding home gets.
     assert_eq!(after.addr, avoided.addr);
     // Without outlier detection ejections do not count.
@@ -164,10 +164,27 @@ fn ejected_and_avoided_endpoints_are_passed_over_in_ring_order() {
         ejections: false,
         ..free()
     };
-    assert_eq!(ring.pick(key, b, Instant::now()).unwrap().addr, home.addr);
+    assert_eq!(ring.pick(key, b, Instant::now).unwrap().addr, home.addr);
 }
 
 #[test]
 fn an_empty_ring_picks_nothing() {
-    assert!(Ring::new(&[]).pick(1, free(), Instant::now()).is_none());
+    assert!(Ring::new(&[]).pick(1, free(), Instant::now).is_none());
+}
+
+#[test]
+fn the_index_finds_the_same_point_as_a_search_of_the_whole_ring() {
+    for n in [1u16, 2, 3, 16, 256] {
+        let ring = Ring::new(&endpoints(1..=n));
+        for k in keys(5_000).chain([
+            0,
+            u64::MAX,
+            ring.hashes[0],
+            ring.hashes[ring.hashes.len() - 1],
+        ]) {
+            let whole = ring.hashes.partition_point(|&h| h < k);
+            let whole = if whole == ring.hashes.len() { 0 } else { whole };
+            assert_eq!(ring.locate(k), whole, "{n} endpoints, key {k}");
+        }
+    }
 }
