@@ -133,7 +133,7 @@ fn bounded_load(ctx: &mut Ctx<'_>, path: &str, spec: &LbObjectSpec) -> Option<Op
     let text = text.as_str();
     let value = text.parse::<f64>().ok().filter(|v| v.is_finite());
     match value {
-        Some(v) if v == 0.0 => Some(None),
+        Some(0.0) => Some(None),
         Some(v) if v >= 1.0 => Some(Some(v)),
         Some(v) if v > 0.0 => {
             ctx.error(

@@ -184,16 +184,13 @@ pub fn key_of<B>(
         let value: Option<&[u8]> = match part {
             HashKeyPart::Header(name) => req.headers().get(name).map(|v| v.as_bytes()),
             HashKeyPart::Cookie(name) => cookie(req.headers(), name),
-            HashKeyPart::Model => {
-                let model = match req.extensions().get::<ModelRef>() {
-                    Some(m) => Some(m.name.as_bytes()),
-                    None => {
-                        path_model = model_name::from_oip_path(req.uri().path());
-                        path_model.as_ref().map(|m| m.name.as_bytes())
-                    }
-                };
-                model
-            }
+            HashKeyPart::Model => match req.extensions().get::<ModelRef>() {
+                Some(m) => Some(m.name.as_bytes()),
+                None => {
+                    path_model = model_name::from_oip_path(req.uri().path());
+                    path_model.as_ref().map(|m| m.name.as_bytes())
+                }
+            },
             HashKeyPart::Client => Connection::of(req).map(|c| match &c.identity {
                 Some(id) => id.0.as_bytes(),
                 None => c.client.ip().as_bytes(),
