@@ -49,7 +49,10 @@ fn settings(ratio: f64) -> TraceSettings {
         ratio,
         tail: TailRules::default(),
         sink: Arc::new(Drop_),
-        attributes: Arc::from([opentelemetry::KeyValue::new("ferry.route", "llm")]),
+        attributes: Arc::new(ferry_filters::trace_context::FixedAttributes::new(vec![
+            opentelemetry::KeyValue::new("ferry.route", "llm"),
+        ])),
+        names: Some(ferry_filters::trace_context::SpanNames::new("llm")),
         on_trace: None,
         classifiers: &[],
         attempts_inject: false,

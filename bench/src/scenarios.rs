@@ -64,6 +64,9 @@ pub enum Scenario {
     /// HTTP/1.1 keep-alive saturation through one route without an access log, and with a
     /// JSON sink at 100 % to a file (ferry only).
     AccessLog,
+    /// HTTP/1.1 keep-alive saturation with an admin `/tap` attached whose filter matches
+    /// nothing, and without a tap, alternating on one start (ferry only).
+    Tap,
 }
 
 /// Tensor sizes (FP32 elements) of the `translate` scenario.
@@ -98,7 +101,7 @@ pub fn fp32_activations(n: usize) -> String {
 
 impl Scenario {
     /// Every scenario, in run order.
-    pub const ALL: [Scenario; 20] = [
+    pub const ALL: [Scenario; 21] = [
         Scenario::ColdStart,
         Scenario::Memory,
         Scenario::H1Saturation,
@@ -119,6 +122,7 @@ impl Scenario {
         Scenario::LimitGlobal,
         Scenario::Tracing,
         Scenario::AccessLog,
+        Scenario::Tap,
     ];
 
     /// Name used on the command line and in results.
@@ -144,6 +148,7 @@ impl Scenario {
             Scenario::LimitGlobal => "limit_global",
             Scenario::Tracing => "tracing",
             Scenario::AccessLog => "access_log",
+            Scenario::Tap => "tap",
         }
     }
 
@@ -299,6 +304,7 @@ pub async fn run(plan: &Plan) -> Outcome {
             if target.kind.is_ferry() {
                 ctx.limit_scenarios().await;
                 ctx.access_log_scenario().await;
+                ctx.tap_scenario().await;
             }
             let (samples, failures) = ctx.finish();
             outcome.samples.extend(samples);

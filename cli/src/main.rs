@@ -11,6 +11,11 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use ferry_proxy::app::{Proxy, StartOptions};
 
+mod admin_client;
+mod stat;
+mod tap;
+mod top;
+
 /// ferry: a lightweight L7 sidecar proxy for model-serving traffic.
 #[derive(Debug, Parser)]
 #[command(name = "ferry", version, about)]
@@ -41,6 +46,15 @@ enum Command {
     Injector(ferry_inject::InjectorArgs),
     /// Wait until ferry's admin `/ready` answers 200 (the legacy sidecar's postStart hook).
     WaitReady(ferry_inject::WaitReadyArgs),
+    /// Per route, model, cluster or endpoint over a recent window: requests per second,
+    /// success rate, latency percentiles, in flight, retries, limited and queued.
+    Stat(stat::StatArgs),
+    /// Print the access records of live requests as they finish, filtered by route, model,
+    /// status or authority (from the admin endpoint's `/tap`).
+    Tap(tap::TapArgs),
+    /// A live terminal view of the busiest rows and the slowest and failed recent requests,
+    /// refreshed every second; q quits.
+    Top(top::TopArgs),
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +122,12 @@ fn main() -> ExitCode {
             rt.block_on(ferry_inject::run_wait_ready(args))?;
             Ok(ExitCode::SUCCESS)
         }),
+        Command::Stat(args) => small_runtime().and_then(|rt| {
+            rt.block_on(stat::run(args))?;
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::Tap(args) => small_runtime().and_then(|rt| rt.block_on(tap::run(args))),
+        Command::Top(args) => top::run(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -75,6 +75,7 @@ pub fn one_route_translate_config(
             max_decoded_bytes: defaults::TRANSLATE_MAX_DECODED_BYTES,
             upstream_binary: UpstreamBinary::Auto,
             descriptor: None,
+            signature: None,
         });
     }
     finish(Parts {

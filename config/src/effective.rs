@@ -186,6 +186,8 @@ fn route(r: &Route) -> Value {
         let (from, to) = match t.direction {
             TranslateDirection::RestToGrpc => ("rest", "grpc"),
             TranslateDirection::GrpcToRest => ("grpc", "rest"),
+            TranslateDirection::OipRestToKserveV1 => ("oip-v2-rest", "kserve-v1"),
+            TranslateDirection::KserveV1ToOipRest => ("kserve-v1", "oip-v2-rest"),
         };
         let mut spec = json!({
             "from": from,
@@ -208,6 +210,12 @@ fn route(r: &Route) -> Value {
             .into();
             if !d.services.is_empty() {
                 spec["services"] = d.services.clone().into();
+            }
+        }
+        if let Some(sig) = &t.signature {
+            spec["signature"] = signature(sig);
+            if let Some(o) = spec.as_object_mut() {
+                o.remove("protocol");
             }
         }
         if t.direction == TranslateDirection::GrpcToRest {
@@ -379,4 +387,17 @@ fn retry_on(r: RetryOn) -> Value {
         RetryOn::Reset => "reset",
     };
     name.into()
+}
+
+fn signature(s: &crate::ir::Signature) -> Value {
+    let tensors = |ts: &[crate::ir::TensorSpec]| -> Value {
+        ts.iter()
+            .map(|t| json!({ "name": t.name, "datatype": t.datatype, "shape": t.shape }))
+            .collect()
+    };
+    let mut out = json!({ "inputs": tensors(&s.inputs) });
+    if !s.outputs.is_empty() {
+        out["outputs"] = tensors(&s.outputs);
+    }
+    out
 }

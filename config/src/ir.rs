@@ -43,7 +43,7 @@ pub use tls::{
 };
 pub use tracing::{Otlp, OtlpProtocol, Propagation, Sampling, Tracing};
 pub use translate::{
-    DescriptorTranscode, StreamingFormat, Translate, TranslateDirection, UpstreamBinary,
+    DescriptorTranscode, Signature, StreamingFormat, Translate, TranslateDirection, UpstreamBinary,
 };
 
 /// A complete, validated ferry configuration.

@@ -23,7 +23,7 @@ pub use builtin::{DEFAULT_YAML, default_config, one_route_config, one_route_tran
 pub use error::{ConfigError, ConfigErrors};
 pub use ir::*;
 pub use parse::{LoadOptions, load, load_with, parse, parse_with};
-pub use validate::format_duration;
+pub use validate::{format_duration, parse_duration};
 
 /// The JSON Schema of the config file, derived from the [`raw`] types.
 pub fn json_schema() -> serde_json::Value {

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 mod access_log;
+mod bridge;
 mod cluster;
 mod fault;
 mod lb;
@@ -20,6 +21,7 @@ mod tls;
 mod tracing;
 
 pub use access_log::{AccessLogFormatSpec, AccessLogSpec};
+pub use bridge::{SignatureSpec, WireList};
 pub use cluster::{
     DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
 };

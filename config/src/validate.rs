@@ -29,12 +29,13 @@ mod tensors;
 mod tls;
 mod tracing;
 mod transcode;
+mod translate;
 mod values;
 
 pub(crate) use limits::key_part_text;
 pub(crate) use redis::redact_password;
-pub use values::format_duration;
 pub(crate) use values::format_percent;
+pub use values::{format_duration, parse_duration};
 
 /// Where errors go while validating one file.
 pub(crate) struct Ctx<'a> {

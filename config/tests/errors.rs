@@ -476,7 +476,7 @@ fn bad_translate() {
     assert_eq!(
         got,
         vec![
-            r#"routes.yaml:8:38: listeners[0].routes[0].translate.to: from and to are both rest (expected from: rest, to: grpc or from: grpc, to: rest)"#,
+            r#"routes.yaml:8:38: listeners[0].routes[0].translate.to: from and to are both rest (expected two different protocols, e.g. from: oip-v2-rest, to: kserve-v1)"#,
             r#"routes.yaml:8:63: listeners[0].routes[0].translate.max_decoded_bytes: invalid limit 0 (expected a number of bytes > 0, e.g. 67108864)"#,
             r#"routes.yaml:8:83: listeners[0].routes[0].translate.upstream_binary: only applies to from: grpc, to: rest (expected it omitted)"#,
         ]

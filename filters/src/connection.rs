@@ -29,7 +29,7 @@ pub struct Connection {
 /// `forwarded`), computed once per connection rather than per request.
 #[derive(Debug, Clone)]
 pub struct ClientAddr {
-    ip: String,
+    ip: Arc<str>,
     forwarded_for: String,
 }
 
@@ -41,7 +41,7 @@ impl ClientAddr {
             SocketAddr::V6(a) => format!("for=\"[{}]\"", a.ip()),
         };
         Self {
-            ip: client.ip().to_string(),
+            ip: Arc::from(client.ip().to_string()),
             forwarded_for,
         }
     }
@@ -49,6 +49,11 @@ impl ClientAddr {
     /// The IP address as text (`x-forwarded-for`).
     pub fn ip(&self) -> &str {
         &self.ip
+    }
+
+    /// The IP address as a shared string (span attributes take it without a copy).
+    pub fn ip_shared(&self) -> Arc<str> {
+        self.ip.clone()
     }
 
     /// The `for=` parameter of a `forwarded` element.

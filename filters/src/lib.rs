@@ -5,6 +5,7 @@
 
 pub mod authorization;
 pub mod body_limit;
+pub mod bridge;
 pub mod connection;
 pub mod failure;
 pub mod fault;

@@ -39,6 +39,25 @@ pub fn from_oip_path(path: &str) -> Option<ModelRef> {
     })
 }
 
+/// Finds the model in a KServe V1 / TF Serving REST path.
+///
+/// `/v1/models/resnet:predict` → `resnet`; `/v1/models/resnet/versions/2:predict` → `resnet`,
+/// `2`; `/v1/models/resnet` → `resnet`.
+pub fn from_v1_path(path: &str) -> Option<ModelRef> {
+    let rest = path.strip_prefix("/v1/models/")?;
+    let target = rest.rsplit_once(':').map_or(rest, |(t, _)| t);
+    let mut segments = target.split('/');
+    let name = segments.next().filter(|s| !s.is_empty())?;
+    let version = match (segments.next(), segments.next()) {
+        (Some("versions"), Some(v)) if !v.is_empty() => Some(v.to_owned()),
+        _ => None,
+    };
+    Some(ModelRef {
+        name: name.to_owned(),
+        version,
+    })
+}
+
 /// True when `path` is an OIP gRPC method whose request message names a model.
 pub fn is_oip_grpc_model_method(path: &str) -> bool {
     matches!(

@@ -15,6 +15,7 @@ mod body;
 mod hop;
 mod kept;
 mod layer;
+mod names;
 mod parse;
 
 #[cfg(test)]
@@ -28,8 +29,9 @@ pub use self::body::{StreamKind, TracedBody};
 pub use self::hop::{
     HopStart, HopTrace, SpanRecord, SpanSink, TailRules, new_span_id, new_trace_id, ratio_sampled,
 };
-pub use self::kept::{KeptHop, SpanEvent, SpanView};
+pub use self::kept::{FixedAttributes, KeptHop, Marks, SpanEvent, SpanView};
 pub use self::layer::{OnTrace, TraceLayer, TraceService, TraceSettings, grpc_status};
+pub use self::names::{SpanNames, join_name, method_value};
 pub use self::parse::{parse_b3_multi, parse_b3_single, parse_traceparent};
 
 /// A propagation format.
@@ -127,7 +129,8 @@ pub fn extract(headers: &HeaderMap, formats: &[Propagation]) -> Option<TraceCont
 
 /// Writes `span` of `trace` (this hop's span, the upstream's parent) in every one of
 /// `formats`, replacing whatever the caller sent in those headers. Values are formatted on the
-/// stack: each header costs only its own value's allocation.
+/// stack at fixed offsets (no copying loop: this runs for every request, sampled or not), so
+/// each header costs only its own value's allocation.
 pub fn inject(
     headers: &mut HeaderMap,
     formats: &[Propagation],
@@ -136,31 +139,24 @@ pub fn inject(
     sampled: bool,
     tracestate: Option<&HeaderValue>,
 ) {
-    let mut t = [0u8; 32];
-    let mut s = [0u8; 16];
-    hex_into(&trace.0, &mut t);
-    hex_into(&span.0, &mut s);
     let flag = if sampled { b'1' } else { b'0' };
-    let set = |headers: &mut HeaderMap, name: &HeaderName, parts: &[&[u8]]| {
-        let mut buf = [0u8; 64];
-        let mut n = 0;
-        for p in parts {
-            buf[n..n + p.len()].copy_from_slice(p);
-            n += p.len();
-        }
-        // Hex and dashes are always a valid header value.
-        if let Ok(v) = HeaderValue::from_bytes(&buf[..n]) {
+    // Hex and dashes are always a valid header value.
+    let set = |headers: &mut HeaderMap, name: &HeaderName, value: &[u8]| {
+        if let Ok(v) = HeaderValue::from_bytes(value) {
             headers.insert(name.clone(), v);
         }
     };
     for f in formats {
         match f {
             Propagation::W3c => {
-                set(
-                    headers,
-                    &TRACEPARENT,
-                    &[b"00-", &t, b"-", &s, b"-0", &[flag]],
-                );
+                // `00-{trace}-{span}-0{flag}`.
+                let mut v = [b'-'; 55];
+                v[..2].copy_from_slice(b"00");
+                hex_into(&trace.0, &mut v[3..35]);
+                hex_into(&span.0, &mut v[36..52]);
+                v[53] = b'0';
+                v[54] = flag;
+                set(headers, &TRACEPARENT, &v);
                 // A `tracestate` without a valid `traceparent` is not looked at (W3C: it
                 // belongs to a parent that is not there) and is left as it came: removing it
                 // cost every new trace a hash lookup for a header rarely sent.
@@ -168,10 +164,21 @@ pub fn inject(
                     headers.insert(TRACESTATE.clone(), ts.clone());
                 }
             }
-            Propagation::B3 => set(headers, &B3, &[&t, b"-", &s, b"-", &[flag]]),
+            Propagation::B3 => {
+                // `{trace}-{span}-{flag}`.
+                let mut v = [b'-'; 51];
+                hex_into(&trace.0, &mut v[..32]);
+                hex_into(&span.0, &mut v[33..49]);
+                v[50] = flag;
+                set(headers, &B3, &v);
+            }
             Propagation::B3Multi => {
-                set(headers, &B3_TRACE, &[&t]);
-                set(headers, &B3_SPAN, &[&s]);
+                let mut t = [0u8; 32];
+                let mut s = [0u8; 16];
+                hex_into(&trace.0, &mut t);
+                hex_into(&span.0, &mut s);
+                set(headers, &B3_TRACE, &t);
+                set(headers, &B3_SPAN, &s);
                 headers.insert(
                     B3_SAMPLED.clone(),
                     HeaderValue::from_static(if sampled { "1" } else { "0" }),
@@ -207,40 +214,20 @@ pub fn ip_text(ip: std::net::IpAddr) -> String {
     }
 }
 
-/// A method as an attribute value: the standard ones are static strings (no allocation per
-/// recorded request), others are copied.
-pub fn method_value(m: &http::Method) -> opentelemetry::StringValue {
-    use http::Method as M;
-    const KNOWN: [(M, &str); 9] = [
-        (M::GET, "GET"),
-        (M::POST, "POST"),
-        (M::PUT, "PUT"),
-        (M::DELETE, "DELETE"),
-        (M::HEAD, "HEAD"),
-        (M::OPTIONS, "OPTIONS"),
-        (M::PATCH, "PATCH"),
-        (M::CONNECT, "CONNECT"),
-        (M::TRACE, "TRACE"),
-    ];
-    match KNOWN.iter().find(|(k, _)| k == m) {
-        Some((_, name)) => opentelemetry::StringValue::from(*name),
-        None => opentelemetry::StringValue::from(m.as_str().to_owned()),
+/// Lower-case hex of every byte value: one lookup a byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [DIGITS[i >> 4], DIGITS[i & 0xf]];
+        i += 1;
     }
-}
-
-/// `a` and `b` joined by one space (a span name), without the formatter.
-pub fn join_name(a: &str, b: &str) -> String {
-    let mut s = String::with_capacity(a.len() + 1 + b.len());
-    s.push_str(a);
-    s.push(' ');
-    s.push_str(b);
-    s
-}
+    t
+};
 
 fn hex_into(bytes: &[u8], out: &mut [u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for (i, b) in bytes.iter().enumerate() {
-        out[2 * i] = HEX[usize::from(b >> 4)];
-        out[2 * i + 1] = HEX[usize::from(b & 0xf)];
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(*b)]);
     }
 }

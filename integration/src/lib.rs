@@ -8,7 +8,7 @@
 //! concurrency, a recorder that keeps what it received, SSE,
 //! upload sink, tonic gRPC), installs pinned third-party peers (curl and openssl from the
 //! image, Python grpcio, Arize Phoenix as the real OTLP tracing backend, Prometheus with
-//! promtool), makes throwaway certificates (rcgen), renders the Helm chart with the pinned helm
+//! promtool, headless Chromium for the admin page in `tests/admin_page/`), makes throwaway certificates (rcgen), renders the Helm chart with the pinned helm
 //! ([`chart`]), and offers eventual assertions.
 //!
 //! This crate is test code, so it uses `anyhow` for errors, as the style guide allows for tests.
@@ -16,6 +16,7 @@
 pub mod admin;
 pub mod certs;
 pub mod chart;
+pub mod chromium;
 pub mod client;
 pub mod config;
 pub mod envoy;
@@ -26,6 +27,7 @@ pub mod phoenix;
 pub mod prometheus;
 pub mod redis;
 pub mod tls_client;
+pub mod tmux;
 pub mod upstream;
 pub mod workspace;
 

@@ -1,4 +1,6 @@
-//! The admin endpoint: `/live`, `/ready`, `/config_dump`, `/metrics`.
+//! The admin endpoint: the page at `/` ([`page`]), `/live`, `/ready`, `/config_dump`,
+//! `/metrics`, `/stats` (windowed request statistics), `/recent` (recent failed and slowest
+//! requests) and `/tap` (live access records, [`crate::tap`]).
 //!
 //! Served on its own listener (default 127.0.0.1:15000) so probes and scrapes never queue
 //! behind model traffic.
@@ -17,6 +19,8 @@ use tokio::sync::watch;
 
 use crate::body::{ProxyBody, full};
 use crate::shared::Shared;
+
+pub mod page;
 
 /// Serves admin requests until `stop` turns true.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
@@ -51,10 +55,19 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         return text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
     }
     match req.uri().path() {
+        "/" => page::page(),
         "/live" => text(StatusCode::OK, "live\n"),
         "/ready" if shared.is_draining() => text(StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
         "/ready" => text(StatusCode::OK, "ready\n"),
         "/config_dump" => config_dump(shared),
+        "/tap" => crate::tap::answer(&shared.taps, req.uri().query()),
+        "/stats" => stats(shared, req.uri().query()),
+        "/recent" => {
+            let mut resp = Response::new(full(shared.metrics.recent.json()));
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            resp
+        }
         "/metrics" => {
             shared.limits.export(&shared.metrics);
             // Prometheus asks for OpenMetrics when exemplar storage is on; only that format
@@ -76,7 +89,7 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         }
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found; try /live /ready /config_dump /metrics\n",
+            "not found; try / /live /ready /config_dump /metrics /stats /recent /tap\n",
         ),
     }
 }
@@ -117,6 +130,7 @@ fn config_dump(shared: &Shared) -> Response<ProxyBody> {
         "endpoints": clusters,
         "descriptors": table.descriptors.dump(),
         "limits": shared.limits.dump(),
+        "taps": { "attached": shared.taps.count(), "limit": crate::tap::MAX_TAPS },
         "identity": shared.identity.current().map(|m| serde_json::json!({
             "spiffe_id": m.id.as_str(),
             "cert": m.cert_path.display().to_string(),
@@ -125,6 +139,25 @@ fn config_dump(shared: &Shared) -> Response<ProxyBody> {
         })),
     });
     let mut resp = Response::new(full(body.to_string()));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// `/stats?window=30s&by=route&series=1` (see docs/observability.md).
+fn stats(shared: &Shared, query: Option<&str>) -> Response<ProxyBody> {
+    match crate::stats::Query::parse(query) {
+        Ok(q) => json(StatusCode::OK, &shared.windows.query(&q)),
+        Err(e) => json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({ "error": e.to_string(), "parameter": e.parameter }),
+        ),
+    }
+}
+
+fn json(status: StatusCode, body: &serde_json::Value) -> Response<ProxyBody> {
+    let mut resp = Response::new(full(body.to_string()));
+    *resp.status_mut() = status;
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp

@@ -25,6 +25,7 @@ use crate::shared::Shared;
 use crate::stack;
 use crate::state::RouteStates;
 use crate::table::{Table, TableError};
+use crate::tap::Taps;
 use crate::tls::{IdentityStore, Material, TlsFiles};
 use crate::traces::Traces;
 use crate::upstream::Transport;
@@ -121,6 +122,7 @@ impl Proxy {
         let access_logs = Arc::new(AccessLogs::new(opts.access_log));
         access_logs.reopen_on_sigusr1();
         let access_log = access_logs.for_config(&config.access_log, &metrics)?;
+        let taps = Arc::new(Taps::default());
         let cx = stack::Context {
             metrics: &metrics,
             states: &states,
@@ -130,6 +132,7 @@ impl Proxy {
             tls: &tls,
             limits: &limits,
             tracing: tracing.as_ref(),
+            taps: &taps,
         };
         let table = Table::build(config, descriptors, None, cx)?;
         let shared = Shared::new(
@@ -140,6 +143,7 @@ impl Proxy {
             identity,
             limits,
             traces,
+            taps,
         );
         let mut handles = HashMap::new();
         let listeners = shared.table.load().config.listeners.clone();
@@ -174,6 +178,11 @@ impl Proxy {
                 source,
             })?;
         let (admin_stop, admin_stopped) = watch::channel(false);
+        // The `/stats` sampler stops with the admin endpoint that serves it.
+        tokio::spawn(crate::stats::run_sampler(
+            shared.clone(),
+            admin_stopped.clone(),
+        ));
         let admin_task = tokio::spawn(crate::admin::serve(
             admin_socket,
             shared.clone(),
@@ -317,6 +326,7 @@ impl Inner {
             tls: &tls,
             limits: &self.shared.limits,
             tracing: tracing.as_ref(),
+            taps: &self.shared.taps,
         };
         let table = Table::build(config, descriptors, Some(&self.shared.table.load()), cx)?;
         // New handshakes use the new identity from here on; open connections keep theirs.

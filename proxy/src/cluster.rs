@@ -45,6 +45,8 @@ pub struct Cluster {
     pub load_report: Option<LoadReporting>,
     /// The contents of its CA files when it was built (server-mode TLS), compared on reload.
     pub ca_fingerprint: String,
+    /// Its attempts' CLIENT span names, made on the first recorded attempt.
+    span_names: std::sync::OnceLock<ferry_filters::trace_context::SpanNames>,
     refresh: Option<JoinHandle<()>>,
 }
 
@@ -122,8 +124,15 @@ impl Cluster {
             client,
             transport,
             ca_fingerprint: String::new(),
+            span_names: std::sync::OnceLock::new(),
             refresh,
         }
+    }
+
+    /// `"{METHOD} {cluster}"` span names, shared by its recorded attempts.
+    pub fn span_names(&self) -> &ferry_filters::trace_context::SpanNames {
+        self.span_names
+            .get_or_init(|| ferry_filters::trace_context::SpanNames::new(&self.name))
     }
 
     /// Whether a reload with `other` can keep this object.

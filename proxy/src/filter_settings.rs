@@ -8,28 +8,66 @@ use ferry_config::{
     ValidateTensors,
 };
 use ferry_filters::authorization::{AuthorizationSettings, Decision, ModelMatch, Rule};
+use ferry_filters::bridge::{BridgeDirection, BridgeSettings, Signature, TensorSig};
 use ferry_filters::tensor_check::{
     MaxCheckedBytes, MetadataRefresh, MetadataSource, ModelMetadata, TensorMetadata,
     TensorValidationSettings,
 };
-use ferry_filters::translate::{Direction, MaxDecodedBytes, TranslateSettings, UpstreamBinary};
+use ferry_filters::translate::{
+    DataType, Direction, MaxDecodedBytes, TranslateSettings, UpstreamBinary,
+};
 
-/// The OIP translator settings of a route's `translate` (none for descriptor transcoding).
+/// The OIP translator settings of a route's `translate` (none for descriptor transcoding or
+/// a bridge between serving protocols).
 pub fn translate(config: Option<&Translate>) -> Option<TranslateSettings> {
-    config
-        .filter(|t| t.descriptor.is_none())
-        .map(|t| TranslateSettings {
-            direction: match t.direction {
-                TranslateDirection::RestToGrpc => Direction::RestToGrpc,
-                TranslateDirection::GrpcToRest => Direction::GrpcToRest,
-            },
-            max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
-            upstream_binary: match t.upstream_binary {
-                ferry_config::UpstreamBinary::On => UpstreamBinary::On,
-                ferry_config::UpstreamBinary::Off => UpstreamBinary::Off,
-                ferry_config::UpstreamBinary::Auto => UpstreamBinary::Auto,
-            },
-        })
+    let t = config.filter(|t| t.descriptor.is_none())?;
+    let direction = match t.direction {
+        TranslateDirection::RestToGrpc => Direction::RestToGrpc,
+        TranslateDirection::GrpcToRest => Direction::GrpcToRest,
+        TranslateDirection::OipRestToKserveV1 | TranslateDirection::KserveV1ToOipRest => {
+            return None;
+        }
+    };
+    Some(t).map(|t| TranslateSettings {
+        direction,
+        max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
+        upstream_binary: match t.upstream_binary {
+            ferry_config::UpstreamBinary::On => UpstreamBinary::On,
+            ferry_config::UpstreamBinary::Off => UpstreamBinary::Off,
+            ferry_config::UpstreamBinary::Auto => UpstreamBinary::Auto,
+        },
+    })
+}
+
+/// The bridge settings of a route's `translate` between serving protocols (none otherwise).
+/// Config validation has checked every datatype of the signature.
+pub fn bridge(config: Option<&Translate>) -> Option<BridgeSettings> {
+    let t = config?;
+    let direction = match t.direction {
+        TranslateDirection::OipRestToKserveV1 => BridgeDirection::OipRestToKserveV1,
+        TranslateDirection::KserveV1ToOipRest => BridgeDirection::KserveV1ToOipRest,
+        TranslateDirection::RestToGrpc | TranslateDirection::GrpcToRest => return None,
+    };
+    let tensors = |ts: &[ferry_config::TensorSpec]| -> Vec<TensorSig> {
+        ts.iter()
+            .filter_map(|s| {
+                Some(TensorSig {
+                    name: s.name.clone(),
+                    datatype: DataType::parse(&s.datatype)?,
+                    shape: s.shape.clone(),
+                })
+            })
+            .collect()
+    };
+    let sig = t.signature.as_ref()?;
+    Some(BridgeSettings {
+        direction,
+        signature: Signature {
+            inputs: tensors(&sig.inputs),
+            outputs: tensors(&sig.outputs),
+        },
+        max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
+    })
 }
 
 /// The tensor check settings of a route's `validate_tensors`. The body bound is the route's

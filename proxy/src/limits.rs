@@ -408,6 +408,7 @@ pub fn concurrency_layer(
     r: &Route,
     states: &LimitStates,
     metrics: &Metrics,
+    stats: Arc<crate::stats::Cell>,
 ) -> Option<ConcurrencyLayer> {
     let c: &ConcurrencyConfig = r.concurrency.as_ref()?;
     let settings = ConcurrencySettings {
@@ -431,6 +432,7 @@ pub fn concurrency_layer(
     Some(
         ConcurrencyLayer::new(state).on_queued(Arc::new(move |_, d, _| {
             waited.observe(d.as_secs_f64());
+            stats.queued();
         })),
     )
 }

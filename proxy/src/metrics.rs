@@ -97,6 +97,9 @@ pub struct Metrics {
     pub trace_spans_dropped: Family<DropLabels, Counter>,
     /// `ferry_access_log_dropped_total`: access-log lines given up, by sink and reason.
     pub access_log_dropped: Family<AccessLogDropLabels, Counter>,
+    /// The admin `/recent` ring: kept with the metrics because every listener's request
+    /// recorder reaches it through them, across reloads.
+    pub recent: Arc<crate::recent::Recent>,
 }
 
 // === impl Metrics ===
@@ -141,6 +144,7 @@ impl Metrics {
             trace_spans_exported: Counter::default(),
             trace_spans_dropped: Family::default(),
             access_log_dropped: Family::default(),
+            recent: Arc::default(),
             registry: Registry::default(),
         };
         registry.register(

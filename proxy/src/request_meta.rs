@@ -19,12 +19,13 @@ use http::{Request, Response};
 
 use crate::access_log::AccessLog;
 use crate::body::{BoxError, ProxyBody};
-use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels, TraceExemplar};
+use crate::metrics::{Metrics, Name, RequestLabels, RouteLabels, TraceExemplar, TraceHex};
 use crate::route::RouteEntry;
+use crate::tap::{Facts, Taps};
 
 mod access;
 
-use access::{Pending as PendingLine, Seen};
+use access::{Capture, Pending as PendingLine, Targets};
 
 /// What inner layers learned about one request.
 #[derive(Debug)]
@@ -33,7 +34,9 @@ pub struct Outcome {
     route: OnceLock<Arc<RouteEntry>>,
     model: OnceLock<ModelRef>,
     forwarded: Mutex<Option<Forwarded>>,
-    trace: OnceLock<(TraceId, bool)>,
+    /// A mutex, not a `OnceLock`: set once per request on every traced route, and
+    /// `OnceLock::set` goes through `Once`'s slow path (~80 instructions) each time.
+    trace: Mutex<Option<(TraceId, bool)>>,
     /// This hop's recorded server span (set when an attempt opens its client span).
     span: OnceLock<SpanId>,
     /// Request body bytes read so far (the connection's body wrapper counts them).
@@ -43,6 +46,8 @@ pub struct Outcome {
     /// Whether `access` was filled: without an access log, finishing a request reads this
     /// flag and takes no lock.
     has_access: std::sync::atomic::AtomicBool,
+    /// The route's `/stats` in-flight mark, removed when the answer ends (this drops).
+    in_flight: OnceLock<crate::stats::InFlight>,
 }
 
 /// Where a request went.
@@ -60,6 +65,8 @@ pub struct Forwarded {
     pub sent: Instant,
     /// When its response headers arrived (when it ended, for a failed attempt).
     pub answered: Instant,
+    /// The endpoint's `/stats` row.
+    pub stats: Arc<crate::stats::Cell>,
 }
 
 /// Tower layer recording metrics and access records for one listener.
@@ -82,6 +89,9 @@ struct Recorder {
     unrouted: prometheus_client::metrics::counter::Counter,
     metrics: Arc<Metrics>,
     access_log: Option<Arc<AccessLog>>,
+    recent: Arc<crate::recent::Recent>,
+    /// The process's live taps: records are also built for those a tap admits.
+    taps: Arc<Taps>,
 }
 
 // === impl Outcome ===
@@ -100,11 +110,12 @@ impl Outcome {
             route: OnceLock::new(),
             model: OnceLock::new(),
             forwarded: Mutex::new(None),
-            trace: OnceLock::new(),
+            trace: Mutex::new(None),
             span: OnceLock::new(),
             request_bytes: std::sync::atomic::AtomicU64::new(0),
             access: Mutex::new(None),
             has_access: std::sync::atomic::AtomicBool::new(false),
+            in_flight: OnceLock::new(),
         }
     }
 
@@ -142,12 +153,21 @@ impl Outcome {
 
     /// Records the request's trace id and whether it is sampled.
     pub fn set_trace(&self, id: TraceId, sampled: bool) {
-        let _ = self.trace.set((id, sampled));
+        if let Ok(mut t) = self.trace.lock()
+            && t.is_none()
+        {
+            *t = Some((id, sampled));
+        }
     }
 
     /// The request's trace id, when the route traces.
     pub fn trace(&self) -> Option<TraceId> {
-        self.trace.get().map(|(id, _)| *id)
+        self.traced().map(|(id, _)| id)
+    }
+
+    /// The request's trace id and sampling decision, when the route traces.
+    fn traced(&self) -> Option<(TraceId, bool)> {
+        self.trace.lock().ok().and_then(|t| *t)
     }
 
     /// The outcome slot of a request, if the metadata layer put one there.
@@ -157,7 +177,10 @@ impl Outcome {
 
     /// Records the matched route.
     pub fn set_route(&self, route: Arc<RouteEntry>) {
-        let _ = self.route.set(route);
+        let stats = route.state.stats.clone();
+        if self.route.set(route).is_ok() {
+            let _ = self.in_flight.set(stats.start());
+        }
     }
 
     /// Records the model the request names.
@@ -184,11 +207,13 @@ impl Outcome {
 // === impl RequestMetaLayer ===
 
 impl RequestMetaLayer {
-    /// Records into `metrics` (a handle sharing the process registry) under `listener`.
+    /// Records into `metrics` (a handle sharing the process registry) under `listener`, and
+    /// access records to `access_log`, `/recent` and any tap attached to `taps`.
     pub fn new(
         listener: Arc<str>,
         metrics: &Arc<Metrics>,
         access_log: Option<Arc<AccessLog>>,
+        taps: Arc<Taps>,
     ) -> Self {
         let empty = metrics.empty.clone();
         let unrouted = metrics
@@ -206,7 +231,9 @@ impl RequestMetaLayer {
                 listener,
                 unrouted,
                 metrics: metrics.clone(),
+                recent: metrics.recent.clone(),
                 access_log,
+                taps,
             }),
         }
     }
@@ -249,8 +276,9 @@ where
             }
         };
         let start = outcome.started();
-        // Only the access log needs these; without one, nothing is copied per request.
-        let seen = self.shared.access_log.is_some().then(|| Seen::of(&req));
+        // A sink copies the request's texts; without one `/recent` only glances (reference
+        // counts) and copies for the few answers it keeps.
+        let seen = Some(Capture::of(&req, self.shared.access_log.is_some()));
         ResponseFuture {
             inner: self.inner.call(req),
             done: Some(Pending {
@@ -269,7 +297,7 @@ struct Pending {
     recorder: Arc<Recorder>,
     start: Instant,
     outcome: Arc<Outcome>,
-    seen: Option<Seen>,
+    seen: Option<Capture>,
 }
 
 pin_project_lite::pin_project! {
@@ -308,24 +336,24 @@ impl Recorder {
         resp: &Response<ProxyBody>,
         start: Instant,
         outcome: &Outcome,
-        seen: Option<Seen>,
+        seen: Option<Capture>,
     ) {
         let duration = start.elapsed();
         let code = resp.status().as_u16();
+        let answer = Answer::of(resp, code);
         let forwarded = outcome.forwarded.lock().ok().and_then(|f| f.clone());
         let cluster = forwarded.as_ref().map(|f| f.cluster.clone());
         let (unrouted, metrics) = (&self.unrouted, &self.metrics);
         match outcome.route.get() {
             Some(route) => {
                 route.requests.inc(cluster.as_ref(), code, &metrics.empty);
-                let exemplar =
-                    outcome
-                        .trace
-                        .get()
-                        .filter(|(_, sampled)| *sampled)
-                        .map(|(id, _)| TraceExemplar {
-                            trace_id: id.to_hex(),
-                        });
+                answer.count(duration, &route.state.stats, forwarded.as_ref());
+                let exemplar = outcome
+                    .traced()
+                    .filter(|(_, sampled)| *sampled)
+                    .map(|(id, _)| TraceExemplar {
+                        trace_id: TraceHex(id.0),
+                    });
                 route
                     .duration
                     .observe(duration.as_secs_f64(), exemplar, None);
@@ -364,16 +392,17 @@ impl Recorder {
                     .observe(duration.as_secs_f64(), None, None);
             }
         }
-        let (Some(log), Some(seen)) = (&self.access_log, seen) else {
+        let Some(seen) = seen else {
             return;
         };
-        if outcome.route.get().is_some_and(|r| !r.config.access_log) {
+        let failed = answer.failed || answer.rendered.is_some();
+        let Some(targets) = self.targets(outcome, Some(code), failed, duration, &seen) else {
             return;
-        }
+        };
         let line = PendingLine::new(
-            log.clone(),
+            targets,
             self.listener.clone(),
-            seen,
+            seen.seen(),
             outcome,
             forwarded.as_ref(),
             Some(resp),
@@ -386,4 +415,75 @@ impl Recorder {
                 .store(true, std::sync::atomic::Ordering::Release);
         }
     }
+
+    /// Where this request's record goes: the access log and `/recent` unless its route is
+    /// silenced, and the taps when one admits it (a silenced route is still tapped).
+    /// `None`: nowhere, so no record is built.
+    fn targets(
+        &self,
+        outcome: &Outcome,
+        status: Option<u16>,
+        failed: bool,
+        ttfb: Duration,
+        seen: &Capture,
+    ) -> Option<Targets> {
+        let route = outcome.route.get();
+        let logged = route.is_none_or(|r| r.config.access_log);
+        // One relaxed load when no tap is attached.
+        let tapped = self.taps.listening()
+            && self.taps.interested(&Facts {
+                route: route.map(|r| &*r.name),
+                model: outcome.model.get().map(|m| m.name.as_str()),
+                status,
+                authority: seen.authority(),
+            });
+        let targets = Targets {
+            log: self.access_log.clone().filter(|_| logged),
+            recent: (logged && self.recent.wants(failed, ttfb)).then(|| self.recent.clone()),
+            taps: tapped.then(|| self.taps.clone()),
+        };
+        let any = targets.log.is_some() || targets.recent.is_some() || targets.taps.is_some();
+        any.then_some(targets)
+    }
 }
+
+/// What the response headers say about an answer, read once for `/stats` and `/recent`.
+#[derive(Debug)]
+struct Answer {
+    failed: bool,
+    limited: bool,
+    rendered: Option<&'static str>,
+}
+
+impl Answer {
+    fn of(resp: &Response<ProxyBody>, code: u16) -> Self {
+        let grpc = resp
+            .headers()
+            .get(&GRPC_STATUS)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let rendered = resp
+            .extensions()
+            .get::<ferry_filters::failure::Rendered>()
+            .map(|r| r.0);
+        Answer {
+            failed: crate::stats::is_failure(code, grpc),
+            // Only ferry's own 429/503 answers can be its limits'.
+            limited: matches!(code, 429 | 503) && crate::stats::is_limited(rendered),
+            rendered,
+        }
+    }
+
+    /// Adds the answer to its route's and its endpoint's `/stats` rows. A gRPC status in
+    /// the trailers comes later ([`Outcome::observe_trailers`]).
+    fn count(&self, duration: Duration, route: &crate::stats::Cell, forwarded: Option<&Forwarded>) {
+        let retries = forwarded.map_or(0, |f| f.attempts.saturating_sub(1));
+        route.answer(duration, self.failed, retries, self.limited);
+        if let Some(f) = forwarded {
+            f.stats.answer(duration, self.failed, retries, self.limited);
+        }
+    }
+}
+
+/// `grpc-status`, parsed once.
+static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");

@@ -128,7 +128,7 @@ impl tower::Service<Request<ProxyBody>> for Routing {
 
     fn call(&mut self, req: Request<ProxyBody>) -> RouteFuture {
         let path = req.uri().path();
-        let model = model_name::from_oip_path(path);
+        let model = model_name::from_oip_path(path).or_else(|| model_name::from_v1_path(path));
         // OIP gRPC calls name their model in the first message, which arrives with the
         // headers, so reading it costs no extra wait and lets logs and metrics name the model.
         let oip_grpc =

@@ -8,6 +8,7 @@ use crate::limits::LimitStates;
 use crate::metrics::Metrics;
 use crate::state::RouteStates;
 use crate::table::Table;
+use crate::tap::Taps;
 use crate::tls::IdentityStore;
 use crate::traces::Traces;
 use arc_swap::ArcSwap;
@@ -31,12 +32,17 @@ pub struct Shared {
     pub limits: Arc<LimitStates>,
     /// The span exporter, kept across reloads that leave the `tracing` block alone.
     pub traces: Arc<Traces>,
+    /// The live taps of the admin `/tap` endpoint.
+    pub taps: Arc<Taps>,
+    /// The last five minutes of `/stats`, second by second (the admin task samples it).
+    pub windows: crate::stats::Windows,
 }
 
 // === impl Shared ===
 
 impl Shared {
     /// New state serving `table`.
+    #[allow(clippy::too_many_arguments, reason = "each is one process-wide piece")]
     pub fn new(
         table: Table,
         metrics: Arc<Metrics>,
@@ -45,6 +51,7 @@ impl Shared {
         identity: Arc<IdentityStore>,
         limits: Arc<LimitStates>,
         traces: Arc<Traces>,
+        taps: Arc<Taps>,
     ) -> Arc<Self> {
         Arc::new(Self {
             table: ArcSwap::from_pointee(table),
@@ -55,6 +62,8 @@ impl Shared {
             limits,
             traces,
             access_logs,
+            taps,
+            windows: crate::stats::Windows::default(),
         })
     }
 

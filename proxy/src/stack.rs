@@ -24,6 +24,7 @@ use crate::request_id::RequestId;
 use crate::request_meta::RequestMeta;
 use crate::routing::Routing;
 use crate::state::RouteStates;
+use crate::tap::Taps;
 use crate::tls::{IdentityStore, TlsFiles};
 use crate::traces::RouteTracing;
 use crate::upstream::Transport;
@@ -58,4 +59,6 @@ pub struct Context<'a> {
     pub limits: &'a LimitStates,
     /// How routes trace, when the config has a `tracing` block.
     pub tracing: Option<&'a RouteTracing>,
+    /// The process's live taps (admin `/tap`), which outlive every table.
+    pub taps: &'a Arc<Taps>,
 }

@@ -21,6 +21,9 @@ pub struct RouteState {
     /// Its requests in ferry, for its own load report (`load_report.report`): kept here so a
     /// reload does not restart the count at 0 while the old table's requests are still out.
     pub in_flight: Arc<AtomicU64>,
+    /// Its answers for `/stats` (kept here for the same reason: an unchanged route keeps
+    /// counting across reloads).
+    pub stats: Arc<crate::stats::Cell>,
 }
 
 /// Route states by route, each with the definition it was made for.
@@ -36,6 +39,7 @@ impl RouteState {
     pub fn new(retry: Option<&RetryPolicy>) -> Self {
         RouteState {
             in_flight: Arc::default(),
+            stats: Arc::default(),
             budget: retry.map(|p| {
                 Arc::new(TpsBudget::new(
                     Duration::from_secs(10),

@@ -396,7 +396,13 @@ impl RouteEntry {
                 authorization: checks.authorization,
                 identity: Some(cx.identity.clone()),
                 rate_limit: checks.rate_limit,
-                concurrency: crate::limits::concurrency_layer(listener, r, cx.limits, metrics),
+                concurrency: crate::limits::concurrency_layer(
+                    listener,
+                    r,
+                    cx.limits,
+                    metrics,
+                    state.stats.clone(),
+                ),
                 tracing: cx
                     .tracing
                     .map(|t| stack::route_trace_layer(t, listener, r, &targets)),

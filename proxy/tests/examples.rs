@@ -150,6 +150,7 @@ async fn load_as_the_proxy_does(path: &Path) -> Vec<PathBuf> {
         tls: &tls,
         limits: &ferry_proxy::limits::LimitStates::default(),
         tracing: tracing.as_ref(),
+        taps: &std::sync::Arc::default(),
     };
     let table =
         Table::build(config, descriptors, None, cx).unwrap_or_else(|e| panic!("{shown}: {e}"));

@@ -3,6 +3,7 @@
 mod access_log;
 mod limits;
 mod mtls;
+mod tap;
 mod tracing;
 mod translate;
 
@@ -207,7 +208,8 @@ impl<'a> Ctx<'a> {
             | Scenario::LimitLocal
             | Scenario::LimitGlobal
             | Scenario::Tracing
-            | Scenario::AccessLog => {}
+            | Scenario::AccessLog
+            | Scenario::Tap => {}
         }
         Ok(())
     }

@@ -1,7 +1,9 @@
-//! A route's protocol translation: Open Inference Protocol v2 between REST and gRPC, or
-//! generic REST → gRPC transcoding from a descriptor set.
+//! A route's protocol translation: Open Inference Protocol v2 between REST and gRPC, bridging
+//! between serving protocols (OIP v2 REST ⇄ KServe V1), or generic REST → gRPC transcoding from
+//! a descriptor set.
 
 use super::FieldLocation;
+use super::tensors::TensorSpec;
 
 /// A route's protocol translation: Open Inference Protocol v2, or generic transcoding from a
 /// descriptor set.
@@ -15,6 +17,18 @@ pub struct Translate {
     pub upstream_binary: UpstreamBinary,
     /// `protocol: descriptor`: generic REST → gRPC transcoding; `None` = OIP v2.
     pub descriptor: Option<DescriptorTranscode>,
+    /// The model's tensors, for a bridge to or from KServe V1 (which carries no datatypes or
+    /// shapes); `None` elsewhere.
+    pub signature: Option<Signature>,
+}
+
+/// A bridged model's tensors.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Signature {
+    /// Inputs, in the order a V1 request lists them.
+    pub inputs: Vec<TensorSpec>,
+    /// Outputs (empty for KServe V1 callers: the v2 answer carries its own types).
+    pub outputs: Vec<TensorSpec>,
 }
 
 /// Generic REST → gRPC transcoding from a `FileDescriptorSet`. The file itself is read by the
@@ -61,4 +75,22 @@ pub enum TranslateDirection {
     RestToGrpc,
     /// gRPC callers, REST upstream.
     GrpcToRest,
+    /// OIP v2 REST callers, KServe V1 (TF Serving REST) upstream.
+    OipRestToKserveV1,
+    /// KServe V1 callers, OIP v2 REST upstream.
+    KserveV1ToOipRest,
+}
+
+// === impl TranslateDirection ===
+
+impl TranslateDirection {
+    /// `caller->upstream`, for logs, spans and the effective config.
+    pub fn label(self) -> &'static str {
+        match self {
+            TranslateDirection::RestToGrpc => "rest->grpc",
+            TranslateDirection::GrpcToRest => "grpc->rest",
+            TranslateDirection::OipRestToKserveV1 => "oip-v2-rest->kserve-v1",
+            TranslateDirection::KserveV1ToOipRest => "kserve-v1->oip-v2-rest",
+        }
+    }
 }

@@ -67,19 +67,26 @@ pub struct RouteLoadReportSpec {
     pub strip: Option<bool>,
 }
 
-/// Protocol translation on a route: `{from: rest, to: grpc, protocol: oip-v2}` or the reverse,
-/// or `{from: rest, to: grpc, protocol: descriptor, descriptor_set: api.pb}` for any gRPC
-/// service with `google.api.http` annotations.
+/// Protocol translation on a route: between serving protocols (`{from: oip-v2-rest, to:
+/// kserve-v1, signature: ...}`), `{from: rest, to: grpc, protocol: oip-v2}` or the reverse
+/// (an alias of `{from: oip-v2-rest, to: oip-v2-grpc}`), or `{from: rest, to: grpc, protocol:
+/// descriptor, descriptor_set: api.pb}` for any gRPC service with `google.api.http`
+/// annotations.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Translate")]
 pub struct TranslateSpec {
-    /// What the callers speak.
-    pub from: WireSpec,
+    /// What the callers speak: a protocol name, or a list of them.
+    pub from: super::bridge::WireList,
     /// What the upstream speaks.
     pub to: WireSpec,
-    /// The API mapping. Default `oip-v2` (Open Inference Protocol / KServe v2).
+    /// With `from`/`to` `rest` or `grpc`: the API mapping. Default `oip-v2` (Open Inference
+    /// Protocol / KServe v2). Omitted with protocol names.
     pub protocol: Option<TranslateProtocolSpec>,
+    /// The model's tensors, for bridging to or from a protocol that carries no datatypes or
+    /// shapes: required with `to: kserve-v1` (inputs and outputs) and `from: kserve-v1`
+    /// (inputs).
+    pub signature: Option<super::bridge::SignatureSpec>,
     /// Largest request or response body, and largest total of decoded tensor bytes, one
     /// translated message may have; over it: 413 / RESOURCE_EXHAUSTED. Default 67108864.
     pub max_decoded_bytes: Option<u64>,
@@ -144,7 +151,7 @@ pub enum ProbeSpec {
     Auto,
 }
 
-/// One side of a translation.
+/// One side of a translation: a wire (`rest`, `grpc`, with `protocol`) or a serving protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 #[schemars(rename = "Wire")]
@@ -153,6 +160,36 @@ pub enum WireSpec {
     Rest,
     /// gRPC over HTTP/2.
     Grpc,
+    /// Open Inference Protocol v2 over REST (`/v2/models/{m}/infer`).
+    OipV2Rest,
+    /// Open Inference Protocol v2 over gRPC (`inference.GRPCInferenceService`).
+    OipV2Grpc,
+    /// The TF Serving REST API that KServe V1 serves (`/v1/models/{m}:predict`).
+    KserveV1,
+    /// `tensorflow.serving.PredictionService` (not bridged yet).
+    TfservingGrpc,
+    /// TorchServe's own REST API (not bridged yet).
+    TorchserveRest,
+    /// TorchServe's own gRPC API (not bridged yet).
+    TorchserveGrpc,
+}
+
+// === impl WireSpec ===
+
+impl WireSpec {
+    /// The name as written in the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            WireSpec::Rest => "rest",
+            WireSpec::Grpc => "grpc",
+            WireSpec::OipV2Rest => "oip-v2-rest",
+            WireSpec::OipV2Grpc => "oip-v2-grpc",
+            WireSpec::KserveV1 => "kserve-v1",
+            WireSpec::TfservingGrpc => "tfserving-grpc",
+            WireSpec::TorchserveRest => "torchserve-rest",
+            WireSpec::TorchserveGrpc => "torchserve-grpc",
+        }
+    }
 }
 
 /// A translation mapping.

@@ -11,11 +11,10 @@ use super::values::{header_name, header_value, parse_duration, parse_percent};
 use crate::defaults;
 use crate::ir::{
     Action, DirectResponse, HeaderEdits, PrefixRewrite, RetryOn, RetryPolicy, Route,
-    RouteLoadReport, Translate, TranslateDirection, UpstreamBinary, WeightedCluster,
+    RouteLoadReport, WeightedCluster,
 };
 use crate::raw::{
-    DirectResponseSpec, HeaderEditsSpec, HeaderValues, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec,
-    To, TranslateSpec, UpstreamBinarySpec, WireSpec,
+    DirectResponseSpec, HeaderEditsSpec, HeaderValues, RawRoute, RetryOnSpec, RetrySpec, To,
 };
 
 pub(super) fn routes(
@@ -126,7 +125,7 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str], has_red
         translate: r
             .translate
             .as_ref()
-            .and_then(|spec| translate(ctx, &format!("{path}.translate"), spec)),
+            .and_then(|spec| super::translate::translate(ctx, &format!("{path}.translate"), spec)),
         validate_tensors: r.validate_tensors.as_ref().and_then(|spec| {
             super::tensors::validate_tensors(ctx, &format!("{path}.validate_tensors"), spec)
         }),
@@ -319,54 +318,6 @@ fn retry_on(spec: RetryOnSpec) -> RetryOn {
         RetryOnSpec::ResourceExhausted => RetryOn::ResourceExhausted,
         RetryOnSpec::Reset => RetryOn::Reset,
     }
-}
-
-fn translate(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Translate> {
-    let direction = match (spec.from, spec.to) {
-        (WireSpec::Rest, WireSpec::Grpc) => Some(TranslateDirection::RestToGrpc),
-        (WireSpec::Grpc, WireSpec::Rest) => Some(TranslateDirection::GrpcToRest),
-        (same, _) => {
-            let name = match same {
-                WireSpec::Rest => "rest",
-                WireSpec::Grpc => "grpc",
-            };
-            ctx.error(
-                &format!("{path}.to"),
-                format!(
-                    "from and to are both {name} (expected from: rest, to: grpc or from: grpc, to: rest)"
-                ),
-            );
-            None
-        }
-    };
-    let max_decoded_bytes = match spec.max_decoded_bytes {
-        None => Some(defaults::TRANSLATE_MAX_DECODED_BYTES),
-        Some(0) => {
-            ctx.error(
-                &format!("{path}.max_decoded_bytes"),
-                "invalid limit 0 (expected a number of bytes > 0, e.g. 67108864)",
-            );
-            None
-        }
-        Some(n) => Some(n),
-    };
-    if spec.upstream_binary.is_some() && spec.from != WireSpec::Grpc {
-        ctx.error(
-            &format!("{path}.upstream_binary"),
-            "only applies to from: grpc, to: rest (expected it omitted)",
-        );
-    }
-    let descriptor = super::transcode::descriptor(ctx, path, spec);
-    Some(Translate {
-        direction: direction?,
-        max_decoded_bytes: max_decoded_bytes?,
-        upstream_binary: match spec.upstream_binary {
-            Some(UpstreamBinarySpec::Fixed(true)) => UpstreamBinary::On,
-            Some(UpstreamBinarySpec::Fixed(false)) => UpstreamBinary::Off,
-            Some(UpstreamBinarySpec::Probe(ProbeSpec::Auto)) | None => UpstreamBinary::Auto,
-        },
-        descriptor: descriptor?,
-    })
 }
 
 /// `load_report` on a route: a direct response has no upstream answer to strip, and no

@@ -33,7 +33,7 @@ pub(super) fn descriptor(
         }
         return ok.then_some(None);
     }
-    if (spec.from, spec.to) != (WireSpec::Rest, WireSpec::Grpc) {
+    if (spec.from.0.as_slice(), spec.to) != (&[WireSpec::Rest][..], WireSpec::Grpc) {
         ctx.error(
             &format!("{path}.protocol"),
             "descriptor transcoding is REST → gRPC only (expected from: rest, to: grpc)",

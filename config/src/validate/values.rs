@@ -18,7 +18,7 @@ const NANOS_PER_H: u128 = 60 * NANOS_PER_M;
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// Parses `500ms`, `2s`, `1.5s`, `5m`, `1h`, `0s`.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("invalid duration {text:?} (expected e.g. \"500ms\", \"2s\", \"5m\")");
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

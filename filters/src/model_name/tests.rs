@@ -104,3 +104,18 @@ proptest::proptest! {
         let _ = from_oip_path(&String::from_utf8_lossy(&bytes));
     }
 }
+
+#[test]
+fn v1_paths() {
+    assert_eq!(
+        from_v1_path("/v1/models/resnet:predict"),
+        model("resnet", None)
+    );
+    assert_eq!(
+        from_v1_path("/v1/models/resnet/versions/2:predict"),
+        model("resnet", Some("2"))
+    );
+    assert_eq!(from_v1_path("/v1/models/resnet"), model("resnet", None));
+    assert_eq!(from_v1_path("/v1/models/:predict"), None);
+    assert_eq!(from_v1_path("/v2/models/resnet/infer"), None);
+}

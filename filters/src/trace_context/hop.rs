@@ -15,9 +15,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use http::{HeaderMap, HeaderValue, Request};
 use opentelemetry::trace::SpanKind;
-use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry::{InstrumentationScope, KeyValue, StringValue};
 
-use super::kept::{KeptHop, SpanEvent, wall};
+use super::kept::{FixedAttributes, KeptHop, Marks, SpanEvent};
 use super::{Propagation, SpanId, TraceId, inject};
 
 /// Where kept hops go (the exporter's bounded queue). Called from whatever drops a hop's last
@@ -54,13 +54,15 @@ pub struct SpanRecord {
     /// CLIENT for an attempt, INTERNAL for a phase.
     pub kind: SpanKind,
     /// Span name.
-    pub name: Cow<'static, str>,
+    pub name: StringValue,
     /// Start.
     pub start: Instant,
     /// End.
     pub end: Instant,
     /// Attributes.
     pub attributes: Vec<KeyValue>,
+    /// Attribute-less events with static names (kept inline: no allocation).
+    pub marks: Marks,
     /// Events, each at an instant.
     pub events: Vec<SpanEvent>,
     /// Set when the span failed: its description.
@@ -83,13 +85,16 @@ pub struct HopTrace {
     pub(super) anchor: (SystemTime, Instant),
     pub(super) tail: TailRules,
     pub(super) sink: Arc<dyn SpanSink>,
+    /// The route's attributes of the SERVER span, shared.
+    pub(super) fixed: Option<Arc<FixedAttributes>>,
     pub(super) state: Mutex<HopState>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct HopState {
-    pub(super) name: Cow<'static, str>,
+    pub(super) name: StringValue,
     pub(super) attributes: Vec<KeyValue>,
+    pub(super) marks: Marks,
     pub(super) events: Vec<SpanEvent>,
     pub(super) children: Vec<SpanRecord>,
     pub(super) end: Option<Instant>,
@@ -97,6 +102,21 @@ pub(super) struct HopState {
     pub(super) error: Option<String>,
     /// Whether the answer was a 5xx or a gRPC error (the `always_errors` rule).
     pub(super) failed: bool,
+}
+
+impl Default for HopState {
+    fn default() -> Self {
+        HopState {
+            name: StringValue::from(""),
+            attributes: Vec::new(),
+            marks: Marks::default(),
+            events: Vec::new(),
+            children: Vec::new(),
+            end: None,
+            error: None,
+            failed: false,
+        }
+    }
 }
 
 /// What a hop starts from.
@@ -120,7 +140,7 @@ impl HopTrace {
     /// A hop recording into `sink`; its SERVER span starts at `start.start`.
     pub fn new(
         start: HopStart,
-        name: Cow<'static, str>,
+        name: impl Into<StringValue>,
         formats: Arc<[Propagation]>,
         tail: TailRules,
         sink: Arc<dyn SpanSink>,
@@ -139,11 +159,18 @@ impl HopTrace {
             anchor: (wall, start.start),
             tail,
             sink,
+            fixed: None,
             state: Mutex::new(HopState {
-                name,
+                name: name.into(),
                 ..HopState::default()
             }),
         }
+    }
+
+    /// With the route's shared SERVER span attributes (exported before the others).
+    pub fn with_fixed(mut self, fixed: Arc<FixedAttributes>) -> Self {
+        self.fixed = Some(fixed);
+        self
     }
 
     /// The hop of `req`, when its request is being traced.
@@ -186,7 +213,7 @@ impl HopTrace {
     }
 
     /// Renames the SERVER span.
-    pub fn set_name(&self, name: impl Into<Cow<'static, str>>) {
+    pub fn set_name(&self, name: impl Into<StringValue>) {
         self.state().name = name.into();
     }
 
@@ -206,15 +233,23 @@ impl HopTrace {
         }
     }
 
-    /// Adds an event to the SERVER span.
+    /// Adds an event to the SERVER span (one with a static name and no attributes is kept
+    /// inline while there is room).
     pub fn event(&self, name: impl Into<Cow<'static, str>>, at: Instant, kvs: Vec<KeyValue>) {
-        self.state().events.push((name.into(), at, kvs));
+        let name = name.into();
+        let mut s = self.state();
+        if let (Cow::Borrowed(n), true) = (&name, kvs.is_empty())
+            && s.marks.push(n, at)
+        {
+            return;
+        }
+        s.events.push((name, at, kvs));
     }
 
     /// Records a phase (an INTERNAL span under the hop's span).
     pub fn phase(
         &self,
-        name: impl Into<Cow<'static, str>>,
+        name: impl Into<StringValue>,
         start: Instant,
         end: Instant,
         attributes: Vec<KeyValue>,
@@ -227,6 +262,7 @@ impl HopTrace {
             start,
             end,
             attributes,
+            marks: Marks::default(),
             events: Vec::new(),
             error: None,
         });
@@ -253,10 +289,6 @@ impl HopTrace {
         if s.end.is_none() {
             s.end = Some(at);
         }
-    }
-
-    pub(super) fn wall(&self, at: Instant) -> SystemTime {
-        wall(self.anchor, at)
     }
 
     fn keep(&self, s: &HopState, end: Instant) -> bool {
@@ -303,14 +335,20 @@ thread_local! {
         std::cell::RefCell::new(rand::SeedableRng::from_rng(&mut rand::rng()));
 }
 
-fn random<const N: usize>() -> [u8; N] {
-    IDS.with(|r| rand::Rng::random(&mut *r.borrow_mut()))
+/// `n` random words from the thread's generator. Whole words: `Rng::random::<[u8; N]>` draws
+/// each byte separately (a 16-byte trace id was 16 draws, ~250 instructions per request).
+fn random_words<const N: usize>() -> [u64; N] {
+    IDS.with(|r| {
+        let mut rng = r.borrow_mut();
+        std::array::from_fn(|_| rand::RngCore::next_u64(&mut *rng))
+    })
 }
 
 /// A random, non-zero span id.
 pub fn new_span_id() -> SpanId {
     loop {
-        let id = SpanId(random());
+        let [w] = random_words::<1>();
+        let id = SpanId(w.to_le_bytes());
         if !id.is_zero() {
             return id;
         }
@@ -320,7 +358,11 @@ pub fn new_span_id() -> SpanId {
 /// A random, non-zero trace id.
 pub fn new_trace_id() -> TraceId {
     loop {
-        let id = TraceId(random());
+        let [a, b] = random_words::<2>();
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&a.to_le_bytes());
+        bytes[8..].copy_from_slice(&b.to_le_bytes());
+        let id = TraceId(bytes);
         if !id.is_zero() {
             return id;
         }

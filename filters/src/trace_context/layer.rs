@@ -21,7 +21,7 @@ use super::body::{StreamKind, TracedBody};
 use super::hop::{
     HopStart, HopTrace, SpanSink, TailRules, new_span_id, new_trace_id, ratio_sampled,
 };
-use super::{Propagation, TraceId, extract, inject};
+use super::{FixedAttributes, Propagation, SpanNames, TraceId, extract, inject};
 use crate::connection::Connection;
 use crate::failure::{self, Classifier};
 use crate::model_name::{self, ModelRef};
@@ -44,7 +44,10 @@ pub struct TraceSettings {
     /// Where kept hops go.
     pub sink: Arc<dyn SpanSink>,
     /// Attributes every SERVER span of this stack carries (route, listener, cluster names).
-    pub attributes: Arc<[KeyValue]>,
+    pub attributes: Arc<FixedAttributes>,
+    /// The SERVER span's names (`"{METHOD} {route}"`), made once; without them a span is
+    /// named by its method alone.
+    pub names: Option<SpanNames>,
     /// Called with every request's trace id (sampled or not).
     pub on_trace: Option<OnTrace>,
     /// How the stack's errors become answers (the renderer's classifiers), so a hop that
@@ -147,25 +150,28 @@ where
             Some(c) => (Some(c.span_id), c.tracestate),
             None => (None, None),
         };
-        let hop = Arc::new(HopTrace::new(
-            HopStart {
-                trace_id,
-                parent,
-                sampled,
-                tracestate,
-                start: received.unwrap_or_else(Instant::now),
-            },
-            Cow::Borrowed("ferry"),
-            s.propagation.clone(),
-            s.tail,
-            s.sink.clone(),
-        ));
-        describe(&hop, &req, &s.attributes);
+        let hop = Arc::new(
+            HopTrace::new(
+                HopStart {
+                    trace_id,
+                    parent,
+                    sampled,
+                    tracestate,
+                    start: received.unwrap_or_else(Instant::now),
+                },
+                Cow::Borrowed("ferry"),
+                s.propagation.clone(),
+                s.tail,
+                s.sink.clone(),
+            )
+            .with_fixed(s.attributes.clone()),
+        );
+        let grpc = crate::failure::is_grpc(req.headers());
+        describe(&hop, &req, s, grpc);
         if !s.attempts_inject {
             hop.inject(req.headers_mut(), hop.span_id());
         }
         req.extensions_mut().insert(hop.clone());
-        let grpc = crate::failure::is_grpc(req.headers());
         ResponseFuture {
             inner: self.inner.call(req),
             hop: Some(hop),
@@ -177,11 +183,10 @@ where
 
 /// The SERVER span's name and request attributes (OpenTelemetry HTTP and RPC conventions,
 /// plus ferry's own).
-fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
-    let method = req.method().as_str();
+fn describe<B>(hop: &HopTrace, req: &Request<B>, s: &TraceSettings, grpc: bool) {
     let path = req.uri().path();
-    let mut kvs = Vec::with_capacity(fixed.len() + 10);
-    kvs.extend_from_slice(fixed);
+    // The route's own attributes are shared by the hop (`FixedAttributes`), not copied.
+    let mut kvs = Vec::with_capacity(10);
     kvs.push(KeyValue::new(
         "http.request.method",
         super::method_value(req.method()),
@@ -191,20 +196,21 @@ fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
         kvs.push(KeyValue::new("server.address", host));
     }
     if let Some(c) = Connection::of(req) {
+        // The connection's text of the address, shared rather than rendered per request.
         kvs.push(KeyValue::new(
             "network.peer.address",
-            super::ip_text(c.peer.ip()),
+            opentelemetry::StringValue::from(c.client.ip_shared()),
         ));
         if let Some(id) = &c.identity {
-            kvs.push(KeyValue::new("ferry.peer.identity", id.0.to_string()));
+            kvs.push(KeyValue::new(
+                "ferry.peer.identity",
+                opentelemetry::StringValue::from(id.0.clone()),
+            ));
         }
     }
-    let grpc = rpc_parts(req.headers(), path);
-    let route = fixed
-        .iter()
-        .find(|kv| kv.key.as_str() == "ferry.route")
-        .map(|kv| kv.value.as_str());
-    let name = match grpc {
+    // `grpc` was read from the content type once, by the caller.
+    let rpc = grpc.then(|| rpc_method(path)).flatten();
+    let name: opentelemetry::StringValue = match rpc {
         Some((service, m)) => {
             kvs.push(KeyValue::new("rpc.system", "grpc"));
             kvs.push(KeyValue::new("rpc.service", service.to_owned()));
@@ -213,11 +219,11 @@ fn describe<B>(hop: &HopTrace, req: &Request<B>, fixed: &[KeyValue]) {
             name.push_str(service);
             name.push('/');
             name.push_str(m);
-            name
+            name.into()
         }
-        None => match &route {
-            Some(r) => super::join_name(method, r),
-            None => method.to_owned(),
+        None => match &s.names {
+            Some(names) => names.get(req.method()),
+            None => super::method_value(req.method()),
         },
     };
     let model = req
@@ -250,14 +256,8 @@ fn authority<B>(req: &Request<B>) -> Option<String> {
     })
 }
 
-/// `(service, method)` of a gRPC call.
-pub(super) fn rpc_parts<'a>(headers: &HeaderMap, path: &'a str) -> Option<(&'a str, &'a str)> {
-    let grpc = headers
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
-    if !grpc {
-        return None;
-    }
+/// `(service, method)` of a gRPC call's path.
+fn rpc_method(path: &str) -> Option<(&str, &str)> {
     path.strip_prefix('/')?.split_once('/')
 }
 
@@ -360,8 +360,10 @@ where
 
 /// `grpc-status` of a trailers-only answer or of trailers.
 pub fn grpc_status(headers: &HeaderMap) -> Option<u32> {
+    // A static name: a `&str` key is parsed and validated on every lookup.
+    static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
     headers
-        .get("grpc-status")
+        .get(&GRPC_STATUS)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
 }

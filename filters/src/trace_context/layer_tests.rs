@@ -70,7 +70,10 @@ fn settings(ratio: f64, tail: TailRules, sink: Arc<Collect>) -> TraceSettings {
         ratio,
         tail,
         sink,
-        attributes: Arc::from([opentelemetry::KeyValue::new("ferry.route", "r")]),
+        attributes: Arc::new(crate::trace_context::FixedAttributes::new(vec![
+            opentelemetry::KeyValue::new("ferry.route", "r"),
+        ])),
+        names: Some(crate::trace_context::SpanNames::new("r")),
         on_trace: None,
         classifiers: &[crate::failure::classify_filters],
         attempts_inject: false,

@@ -40,6 +40,8 @@ pub struct Endpoint {
     /// would otherwise format and allocate it each time).
     pub ip_text: opentelemetry::StringValue,
     in_flight: AtomicUsize,
+    /// Answers whose last attempt went here, for `/stats`.
+    pub stats: Arc<crate::stats::Cell>,
     consecutive_failures: AtomicU32,
     /// End of the current ejection in nanoseconds after [`epoch`] (0: never ejected). An
     /// atomic, not in `state`: every pick checks it, often for endpoints it does not take.
@@ -99,6 +101,7 @@ impl Endpoint {
                 ferry_filters::trace_context::ip_text(addr.ip()),
             )),
             in_flight: AtomicUsize::new(0),
+            stats: Arc::default(),
             consecutive_failures: AtomicU32::new(0),
             ejected_until: AtomicU64::new(0),
             joined: 0,

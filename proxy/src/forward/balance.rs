@@ -278,7 +278,7 @@ impl Shared {
         );
         let in_flight = endpoint.start_owned();
         let mut req = req;
-        let trace = AttemptSpan::open(&mut req, &endpoint, &self.cluster.name, attempt);
+        let trace = AttemptSpan::open(&mut req, &endpoint, &self.cluster, attempt);
         let sent = Instant::now();
         // The client is always ready (it sheds nothing; a connect failure is its answer).
         let send = client.call(Dispatch {
@@ -328,6 +328,7 @@ impl Shared {
                 attempts: attempt,
                 sent,
                 answered: Instant::now(),
+                stats: endpoint.stats.clone(),
             });
         }
         match result {

@@ -3,23 +3,22 @@
 //! body; connect and TLS handshake are its child spans, recorded by the dialer through a
 //! task-local (the dial runs inside the attempt's future).
 
-use std::borrow::Cow;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use bytes::Bytes;
-use ferry_filters::trace_context::{HopTrace, SpanId, SpanRecord, grpc_status, new_span_id};
+use ferry_filters::trace_context::{HopTrace, Marks, SpanId, SpanRecord, grpc_status, new_span_id};
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
+use opentelemetry::{KeyValue, StringValue};
 
 use super::client::DispatchFuture;
 use crate::body::{BoxError, ProxyBody};
-use crate::cluster::Endpoint;
+use crate::cluster::{Cluster, Endpoint};
 
 tokio::task_local! {
     static ATTEMPT: (Arc<HopTrace>, SpanId);
@@ -31,7 +30,7 @@ pub struct AttemptSpan {
     hop: Arc<HopTrace>,
     span: SpanId,
     start: Instant,
-    name: Cow<'static, str>,
+    name: StringValue,
     attributes: Vec<KeyValue>,
 }
 
@@ -41,7 +40,7 @@ impl AttemptSpan {
     pub fn open<B>(
         req: &mut Request<B>,
         endpoint: &Endpoint,
-        cluster: &Arc<str>,
+        cluster: &Cluster,
         attempt: u32,
     ) -> Option<AttemptSpan> {
         let hop = HopTrace::of(req)?.clone();
@@ -51,7 +50,6 @@ impl AttemptSpan {
         }
         let span = new_span_id();
         hop.inject(req.headers_mut(), span);
-        let method = req.method().as_str();
         let ip = endpoint.ip_text.clone();
         // Sized for every attribute the span may get (no regrowth per request).
         let mut attributes = Vec::with_capacity(14);
@@ -63,10 +61,7 @@ impl AttemptSpan {
             KeyValue::new("server.address", ip.clone()),
             KeyValue::new("server.port", i64::from(endpoint.addr.port())),
             KeyValue::new("network.peer.address", ip),
-            KeyValue::new(
-                "ferry.cluster",
-                opentelemetry::StringValue::from(cluster.clone()),
-            ),
+            KeyValue::new("ferry.cluster", StringValue::from(cluster.name.clone())),
         ]);
         if attempt > 1 {
             attributes.push(KeyValue::new(
@@ -88,9 +83,9 @@ impl AttemptSpan {
                 attributes.push(KeyValue::new("rpc.system", "grpc"));
                 attributes.push(KeyValue::new("rpc.service", service.to_owned()));
                 attributes.push(KeyValue::new("rpc.method", m.to_owned()));
-                Cow::Owned(format!("{service}/{m}"))
+                StringValue::from(format!("{service}/{m}"))
             }
-            _ => Cow::Owned(ferry_filters::trace_context::join_name(method, cluster)),
+            _ => cluster.span_names().get(req.method()),
         };
         Some(AttemptSpan {
             hop,
@@ -110,7 +105,7 @@ impl AttemptSpan {
     pub fn fail(mut self, error: String) {
         self.attributes
             .push(KeyValue::new("error.type", error_type(&error)));
-        self.record(Instant::now(), Some(error), Vec::new());
+        self.record(Instant::now(), Some(error), Marks::default());
     }
 
     /// The answer, its body wrapped so the span ends with it.
@@ -139,12 +134,7 @@ impl AttemptSpan {
         })
     }
 
-    fn record(
-        self,
-        end: Instant,
-        error: Option<String>,
-        events: Vec<(Cow<'static, str>, Instant, Vec<KeyValue>)>,
-    ) {
+    fn record(self, end: Instant, error: Option<String>, marks: Marks) {
         self.hop.add_span(SpanRecord {
             span_id: self.span,
             parent: self.hop.span_id(),
@@ -153,7 +143,8 @@ impl AttemptSpan {
             start: self.start,
             end,
             attributes: self.attributes,
-            events,
+            marks,
+            events: Vec::new(),
             error,
         });
     }
@@ -178,10 +169,11 @@ pub fn attempt_phase(name: &'static str, start: Instant, end: Instant, error: Op
             span_id: new_span_id(),
             parent: *parent,
             kind: SpanKind::Internal,
-            name: Cow::Borrowed(name),
+            name: StringValue::from(name),
             start,
             end,
             attributes: Vec::new(),
+            marks: Marks::default(),
             events: Vec::new(),
             error,
         });
@@ -203,12 +195,9 @@ impl Open {
             span.attributes
                 .push(KeyValue::new("ferry.response.end", how));
         }
-        let events = vec![(
-            Cow::Borrowed("response.headers"),
-            self.headers_at,
-            Vec::new(),
-        )];
-        span.record(Instant::now(), error, events);
+        let mut marks = Marks::default();
+        marks.push("response.headers", self.headers_at);
+        span.record(Instant::now(), error, marks);
     }
 }
 

@@ -112,8 +112,25 @@ pub struct OverheadLabels {
 /// The exemplar of a latency observation: the trace it was recorded in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct TraceExemplar {
-    /// 32 hex digits.
-    pub trace_id: String,
+    /// The trace id, written as 32 hex digits.
+    pub trace_id: TraceHex,
+}
+
+/// A trace id as an exemplar label: kept as its 16 bytes and written as hex only when
+/// `/metrics` is scraped (rendering it per sampled request was an allocation each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TraceHex(pub [u8; 16]);
+
+impl EncodeLabelValue for TraceHex {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let mut hex = [0u8; 32];
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        for (i, b) in self.0.iter().enumerate() {
+            hex[2 * i] = DIGITS[usize::from(b >> 4)];
+            hex[2 * i + 1] = DIGITS[usize::from(b & 0xf)];
+        }
+        encoder.write_str(std::str::from_utf8(&hex).map_err(|_| std::fmt::Error)?)
+    }
 }
 
 /// Labels of a retry: the route's, and why the attempt before it failed.

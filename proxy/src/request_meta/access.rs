@@ -14,6 +14,8 @@ use super::{Forwarded, Outcome};
 use crate::access_log::{AccessLog, AccessRecord, RateLimitState, RequestText};
 use crate::body::ProxyBody;
 use crate::headers::X_REQUEST_ID;
+use crate::recent::Recent;
+use crate::tap::Taps;
 
 /// What the record needs from the request, copied before the request moves on (one
 /// allocation: the texts share a buffer).
@@ -26,12 +28,42 @@ pub(super) struct Seen {
     peer_identity: Option<Arc<str>>,
 }
 
+/// What the record of a request would need, held as handles (reference counts on the
+/// request's own buffers, no copy) until the answer shows whether a record is wanted: with no
+/// access-log sink only `/recent` may want it.
+#[derive(Debug)]
+pub(super) struct Glance {
+    protocol: http::Version,
+    method: http::Method,
+    uri: http::Uri,
+    host: Option<http::HeaderValue>,
+    request_id: Option<http::HeaderValue>,
+    grpc: bool,
+    peer_identity: Option<Arc<str>>,
+}
+
+/// The request as seen: copied (a sink will write a record) or glanced at.
+#[derive(Debug)]
+pub(super) enum Capture {
+    Seen(Seen),
+    Glance(Glance),
+}
+
+/// Where a finished record goes.
+#[derive(Debug)]
+pub(super) struct Targets {
+    pub(super) log: Option<Arc<AccessLog>>,
+    pub(super) recent: Option<Arc<Recent>>,
+    /// The taps, when one admitted the request as its answer began.
+    pub(super) taps: Option<Arc<Taps>>,
+}
+
 /// A record waiting for its response body to end.
 #[derive(Debug)]
 pub(crate) struct Pending {
     record: AccessRecord,
     started: Instant,
-    log: Arc<AccessLog>,
+    targets: Targets,
 }
 
 // === impl Seen ===
@@ -58,12 +90,76 @@ impl Seen {
     }
 }
 
+// === impl Glance ===
+
+impl Glance {
+    fn of<B>(req: &Request<B>) -> Self {
+        let headers = req.headers();
+        Glance {
+            protocol: req.version(),
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            host: headers.get(http::header::HOST).cloned(),
+            request_id: headers.get(&X_REQUEST_ID).cloned(),
+            grpc: ferry_filters::failure::is_grpc(headers),
+            peer_identity: ferry_filters::connection::Connection::of(req)
+                .and_then(|c| c.identity.as_ref())
+                .map(|i| i.0.clone()),
+        }
+    }
+}
+
+// === impl Capture ===
+
+impl Capture {
+    /// Copies the request's texts when a sink will want them, else glances.
+    pub(super) fn of<B>(req: &Request<B>, sink: bool) -> Self {
+        if sink {
+            Capture::Seen(Seen::of(req))
+        } else {
+            Capture::Glance(Glance::of(req))
+        }
+    }
+
+    /// The request's `:authority` or `Host`, without copying it.
+    pub(super) fn authority(&self) -> Option<&str> {
+        match self {
+            Capture::Seen(s) => s.request.authority(),
+            Capture::Glance(g) => match g.uri.authority() {
+                Some(a) => Some(a.as_str()),
+                None => g.host.as_ref().and_then(|h| h.to_str().ok()),
+            },
+        }
+    }
+
+    /// The texts, copied now if they were only glanced at.
+    pub(super) fn seen(self) -> Seen {
+        match self {
+            Capture::Seen(s) => s,
+            Capture::Glance(g) => {
+                let authority = match g.uri.authority() {
+                    Some(a) => Some(a.as_str()),
+                    None => g.host.as_ref().and_then(|h| h.to_str().ok()),
+                };
+                let request_id = g.request_id.as_ref().and_then(|v| v.to_str().ok());
+                Seen {
+                    protocol: g.protocol,
+                    method: g.method,
+                    request: RequestText::new(g.uri.path(), authority, request_id),
+                    grpc: g.grpc,
+                    peer_identity: g.peer_identity,
+                }
+            }
+        }
+    }
+}
+
 // === impl Pending ===
 
 impl Pending {
     /// The record of a request whose response headers are ready now (`ttfb` after start).
     pub(super) fn new(
-        log: Arc<AccessLog>,
+        targets: Targets,
         listener: Arc<str>,
         seen: Seen,
         outcome: &Outcome,
@@ -103,10 +199,7 @@ impl Pending {
             grpc_status: resp.and_then(|r| grpc_status(r.headers())),
             translate: route
                 .and_then(|r| r.config.translate.as_ref())
-                .map(|t| match t.direction {
-                    ferry_config::TranslateDirection::RestToGrpc => "rest->grpc",
-                    ferry_config::TranslateDirection::GrpcToRest => "grpc->rest",
-                }),
+                .map(|t| t.direction.label()),
             bytes_in: 0,
             bytes_out: 0,
             duration: ttfb,
@@ -129,7 +222,7 @@ impl Pending {
         Pending {
             record,
             started: outcome.started,
-            log,
+            targets,
         }
     }
 
@@ -145,7 +238,15 @@ impl Pending {
         self.record.bytes_in = bytes_in;
         self.record.bytes_out = bytes_out;
         self.record.total = self.started.elapsed();
-        self.log.submit(&self.record);
+        if let Some(log) = &self.targets.log {
+            log.submit(&self.record);
+        }
+        if let Some(recent) = &self.targets.recent {
+            recent.offer(&self.record);
+        }
+        if let Some(taps) = &self.targets.taps {
+            taps.offer(&self.record);
+        }
     }
 }
 
@@ -153,11 +254,11 @@ impl Pending {
 const CANCELLED: &str = "cancelled";
 
 /// Writes the line of a request dropped before its response headers (the caller went away).
-pub(super) fn cancelled(log: &Arc<AccessLog>, listener: &Arc<str>, seen: Seen, outcome: &Outcome) {
+pub(super) fn cancelled(targets: Targets, listener: &Arc<str>, seen: Seen, outcome: &Outcome) {
     let forwarded = outcome.forwarded.lock().ok().and_then(|f| f.clone());
     let ttfb = outcome.started.elapsed();
     let line = Pending::new(
-        log.clone(),
+        targets,
         listener.clone(),
         seen,
         outcome,
@@ -171,12 +272,24 @@ pub(super) fn cancelled(log: &Arc<AccessLog>, listener: &Arc<str>, seen: Seen, o
 
 impl Drop for super::Pending {
     /// Dropped unanswered: the caller went away (or the connection closed) before the response
-    /// headers; its access-log line says so.
+    /// headers; its access-log line says so, `/recent` keeps it as failed and taps that admit
+    /// it show it.
     fn drop(&mut self) {
-        if let (Some(seen), Some(log)) = (self.seen.take(), &self.recorder.access_log)
-            && self.outcome.route.get().is_none_or(|r| r.config.access_log)
+        if let Some(capture) = self.seen.take()
+            && let Some(targets) = self.recorder.targets(
+                &self.outcome,
+                None,
+                true,
+                self.outcome.started.elapsed(),
+                &capture,
+            )
         {
-            cancelled(log, &self.recorder.listener, seen, &self.outcome);
+            cancelled(
+                targets,
+                &self.recorder.listener,
+                capture.seen(),
+                &self.outcome,
+            );
         }
     }
 }
@@ -186,6 +299,17 @@ impl Drop for super::Pending {
 impl Outcome {
     /// Notes the answer's trailers (their `grpc-status`) for the access record.
     pub fn observe_trailers(&self, trailers: &http::HeaderMap) {
+        // A streamed gRPC answer fails in its trailers: its `/stats` rows learn it now.
+        if grpc_status(trailers).is_some_and(|c| crate::stats::is_failure(0, Some(c)))
+            && let Some(route) = self.route.get()
+        {
+            route.state.stats.late_failure();
+            if let Ok(f) = self.forwarded.lock()
+                && let Some(f) = f.as_ref()
+            {
+                f.stats.late_failure();
+            }
+        }
         if !self.has_access.load(Ordering::Acquire) {
             return;
         }

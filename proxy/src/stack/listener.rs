@@ -33,6 +33,7 @@ pub fn listener(
             name,
             cx.metrics,
             cx.access_log.cloned(),
+            cx.taps.clone(),
         ))
         // The one place an error becomes an answer: HTTP status + JSON, or gRPC status.
         .layer(RenderErrorsLayer::with_classifiers(CLASSIFIERS))

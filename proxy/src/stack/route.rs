@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use ferry_config::{Action, Route};
 use ferry_filters::authorization::{AuthorizationLayer, AuthorizationSettings};
+use ferry_filters::bridge::BridgeLayer;
 use ferry_filters::fault::{FaultKind, FaultLayer};
 use ferry_filters::limits::{ConcurrencyLayer, RateLimitLayer};
 use ferry_filters::load_report::{AnswerReports, AnswerReportsLayer};
@@ -125,6 +126,8 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
         .then(tensors)
         // REST ⇄ gRPC: what follows (timeouts, retries) applies to the translated request.
         .then(filter_settings::translate(r.translate.as_ref()).map(OipTranslateLayer::new))
+        // Between serving protocols (OIP ⇄ KServe V1): in the same place, for the same reason.
+        .then(filter_settings::bridge(r.translate.as_ref()).map(BridgeLayer::new))
         .then(p.transcoder.map(TranscodeLayer::new));
     let stack = ServiceBuilder::new()
         // The route's header edits, prefix rewrite and forwarding headers; upgrades.
@@ -211,14 +214,17 @@ pub fn route_trace_layer(
         attributes.push(KeyValue::new("ferry.cluster", shared(cluster.name.clone())));
     }
     if let Some(t) = r.translate.as_ref() {
-        attributes.push(KeyValue::new("ferry.translate", translate_direction(t)));
+        attributes.push(KeyValue::new("ferry.translate", t.direction.label()));
     }
     TraceLayer::new(TraceSettings {
         propagation: t.propagation.clone(),
         ratio: t.ratio,
         tail: t.tail,
         sink: t.sink.clone(),
-        attributes: attributes.into(),
+        attributes: Arc::new(ferry_filters::trace_context::FixedAttributes::new(
+            attributes,
+        )),
+        names: Some(ferry_filters::trace_context::SpanNames::new(&r.name)),
         on_trace: Some(Arc::new(|ext: &http::Extensions, id, sampled| {
             let outcome = ext.get::<Arc<Outcome>>()?;
             outcome.set_trace(id, sampled);
@@ -227,11 +233,4 @@ pub fn route_trace_layer(
         classifiers: crate::failure::CLASSIFIERS,
         attempts_inject: true,
     })
-}
-
-fn translate_direction(t: &ferry_config::Translate) -> &'static str {
-    match t.direction {
-        ferry_config::TranslateDirection::RestToGrpc => "rest->grpc",
-        ferry_config::TranslateDirection::GrpcToRest => "grpc->rest",
-    }
 }

@@ -11,8 +11,6 @@
 //! `common/v1/common.proto` field by field (numbers in the constants below). The unit tests
 //! decode the output with `opentelemetry-proto`'s prost messages, so the two cannot drift.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use bytes::Bytes;
 
 use ferry_filters::trace_context::SpanView;
@@ -45,6 +43,9 @@ pub struct Batch {
 /// What a new batch's buffer holds before it first grows (a few dozen spans).
 const FIRST_CAPACITY: usize = 32 * 1024;
 
+/// The most a new batch reserves up front (a batch of unusually large spans grows past it).
+const MAX_CAPACITY: usize = 1024 * 1024;
+
 /// The largest varint a length takes (lengths are below 2^32).
 const MAX_LEN: usize = 5;
 
@@ -68,12 +69,14 @@ impl Batch {
         batch
     }
 
-    /// An empty batch for the same resource and scope.
+    /// An empty batch for the same resource and scope, sized for as many bytes as this one
+    /// holds (batches fill alike; growing from a small buffer copied each batch ~3 times).
     pub fn empty_like(&self) -> Self {
+        let want = (self.buf.len() + self.buf.len() / 8).clamp(FIRST_CAPACITY, MAX_CAPACITY);
         let mut batch = Batch {
             resource: self.resource.clone(),
             scope: self.scope.clone(),
-            buf: Vec::with_capacity(self.prefix() + FIRST_CAPACITY),
+            buf: Vec::with_capacity(self.prefix() + want),
             count: 0,
         };
         batch.buf.resize(batch.prefix(), 0);
@@ -139,12 +142,20 @@ fn encode_span(b: &mut Vec<u8>, s: &SpanView<'_>) {
     }
     string(b, 5, s.name);
     uint(b, 6, kind(&s.kind));
-    fixed64(b, 7, nanos(s.start));
-    fixed64(b, 8, nanos(s.end));
+    fixed64(b, 7, s.unix_nanos(s.start));
+    fixed64(b, 8, s.unix_nanos(s.end));
+    if let Some(fixed) = s.fixed {
+        // The route's attributes: encoded on its first span, then copied as bytes.
+        b.extend_from_slice(fixed.encoded(|kvs| {
+            let mut v = Vec::new();
+            attributes(&mut v, 9, kvs);
+            v
+        }));
+    }
     attributes(b, 9, s.attributes);
-    for (name, at, kvs) in s.events {
+    for (name, at, kvs) in s.marks.with(s.events) {
         message(b, 11, 2, |b| {
-            fixed64(b, 1, nanos(s.wall(*at)));
+            fixed64(b, 1, s.unix_nanos(at));
             string(b, 2, name);
             attributes(b, 3, kvs);
         });
@@ -173,11 +184,6 @@ fn kind(k: &SpanKind) -> u64 {
         SpanKind::Producer => 4,
         SpanKind::Consumer => 5,
     }
-}
-
-fn nanos(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn attributes(b: &mut Vec<u8>, field: u32, kvs: &[KeyValue]) {

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ferry_filters::trace_context::{
-    HopStart, HopTrace, KeptHop, Propagation, SpanId, SpanRecord, SpanSink, TailRules, TraceId,
+    FixedAttributes, HopStart, HopTrace, KeptHop, Marks, Propagation, SpanId, SpanRecord, SpanSink,
+    TailRules, TraceId,
 };
 use http::HeaderValue;
 use opentelemetry::trace::SpanKind;
@@ -63,7 +64,7 @@ impl Encode {
 
 /// One hop: a SERVER span (a remote parent, `tracestate`, an event, a failure) and a CLIENT
 /// child with `attributes`.
-fn record(sink: Arc<Encode>, attributes: Vec<KeyValue>) -> Instant {
+fn record(sink: Arc<Encode>, attributes: Vec<KeyValue>, fixed: Arc<FixedAttributes>) -> Instant {
     let start = Instant::now();
     let hop = HopTrace::new(
         HopStart {
@@ -73,11 +74,12 @@ fn record(sink: Arc<Encode>, attributes: Vec<KeyValue>) -> Instant {
             tracestate: Some(HeaderValue::from_static("vendor=x")),
             start,
         },
-        "POST infer".into(),
+        "POST infer",
         Arc::from([Propagation::W3c]),
         TailRules::default(),
         sink,
-    );
+    )
+    .with_fixed(fixed);
     hop.add_attributes([KeyValue::new("http.request.method", "POST")]);
     hop.event(
         "first_byte",
@@ -92,6 +94,11 @@ fn record(sink: Arc<Encode>, attributes: Vec<KeyValue>) -> Instant {
         start: start + Duration::from_millis(1),
         end: start + Duration::from_millis(9),
         attributes,
+        marks: {
+            let mut m = Marks::default();
+            m.push("response.headers", start + Duration::from_millis(4));
+            m
+        },
         events: Vec::new(),
         error: None,
     });
@@ -121,6 +128,11 @@ fn every_span_field_reads_back() {
         ])
         .build();
     let sink = Encode::new(&resource);
+    // Shared by both hops: encoded on the first, copied as bytes on the second.
+    let fixed = Arc::new(FixedAttributes::new(vec![
+        KeyValue::new("ferry.route", "infer"),
+        KeyValue::new("ferry.listener", "inbound"),
+    ]));
     for grpc in [true, false] {
         let before = nanos(SystemTime::now());
         record(
@@ -136,6 +148,7 @@ fn every_span_field_reads_back() {
                     Value::Array(opentelemetry::Array::I64(vec![1, 3, 224])),
                 ),
             ],
+            fixed.clone(),
         );
         let req = sink.request(grpc);
         let rs = &req.resource_spans[0];
@@ -166,6 +179,20 @@ fn every_span_field_reads_back() {
         assert_eq!(server.flags, 0x301, "sampled, parent known remote");
         let status = server.status.as_ref().map(|s| (s.code, s.message.as_str()));
         assert_eq!(status, Some((2, "HTTP 503")));
+        let server_attrs: Vec<_> = server
+            .attributes
+            .iter()
+            .map(|kv| (kv.key.as_str(), string(&kv.value)))
+            .collect();
+        assert_eq!(
+            server_attrs,
+            vec![
+                ("ferry.route", Some("infer")),
+                ("ferry.listener", Some("inbound")),
+                ("http.request.method", Some("POST")),
+            ],
+            "the route's shared attributes first"
+        );
         assert_eq!(server.events.len(), 1);
         assert_eq!(server.events[0].name, "first_byte");
         assert_eq!(
@@ -178,6 +205,12 @@ fn every_span_field_reads_back() {
         assert_eq!(client.kind, 3, "CLIENT");
         assert_eq!(client.flags, 0x101, "sampled, parent known local");
         assert!(client.status.is_none(), "unset");
+        let [mark] = &client.events[..] else {
+            panic!("one event: {:?}", client.events);
+        };
+        assert_eq!(mark.name, "response.headers");
+        assert!(mark.attributes.is_empty());
+        assert_eq!(mark.time_unix_nano - server.start_time_unix_nano, 4_000_000);
         let attr = |k: &str| {
             client
                 .attributes
@@ -213,8 +246,9 @@ proptest! {
             .enumerate()
             .map(|(i, v)| KeyValue::new(format!("k{i}"), v.clone()))
             .collect();
+        let fixed = Arc::new(FixedAttributes::new(Vec::new()));
         for _ in 0..hops {
-            record(sink.clone(), attributes.clone());
+            record(sink.clone(), attributes.clone(), fixed.clone());
         }
         let req = sink.request(true);
         let got = &req.resource_spans[0].scope_spans[0].spans;

@@ -163,7 +163,7 @@ mod tests {
                     tracestate: None,
                     start: Instant::now(),
                 },
-                "GET".into(),
+                "GET",
                 Arc::from([Propagation::W3c]),
                 TailRules::default(),
                 sink.clone(),

@@ -96,6 +96,7 @@ impl Stack {
         let identity = Arc::new(IdentityStore::default());
         identity.set(tls.identity.clone());
         let limits = Arc::new(LimitStates::default());
+        let taps = Arc::new(ferry_proxy::tap::Taps::default());
         let tracing = sink.map(|sink| {
             let t = config
                 .tracing
@@ -128,6 +129,7 @@ impl Stack {
             tls: &tls,
             limits: &limits,
             tracing: tracing.as_ref(),
+            taps: &taps,
         };
         let table = Table::build(config, descriptors, None, cx).unwrap();
         Stack {
@@ -139,6 +141,7 @@ impl Stack {
                 identity,
                 limits,
                 Default::default(),
+                taps,
             ),
             transport,
             seen,
@@ -160,6 +163,7 @@ impl Stack {
             tls: &tls,
             limits: &self.shared.limits,
             tracing: None,
+            taps: &self.shared.taps,
         };
         let old = self.shared.table.load_full();
         let table = Table::build(config, descriptors, Some(&old), cx).unwrap();

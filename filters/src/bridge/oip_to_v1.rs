@@ -1,0 +1,372 @@
+//! OIP v2 REST callers, KServe V1 upstream: the infer request and its answer.
+//!
+//! The caller's inputs are checked against the signature (name, datatype, rank and fixed
+//! sizes, every element's type) and written as V1 `instances` (row format, when every input
+//! has a batch dimension first) or `inputs` (columnar). The answer's `predictions` or
+//! `outputs` are typed by the signature's outputs and written as OIP `outputs`.
+
+use crate::translate::TranslateError;
+use crate::translate::json_in::reader::Reader;
+
+use super::nested::{
+    Elem, Nest, Tensor, check, fits, shape, write_flat, write_nested, write_shape, write_str,
+};
+use super::{Budget, Signature, TensorSig, b64_named};
+
+/// What the answer needs from the request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OipCall {
+    /// Model name, from the path.
+    pub model: String,
+    /// Model version, from the path.
+    pub version: Option<String>,
+    /// The request's `id`, echoed in the answer.
+    pub id: Option<String>,
+    /// Requested output names; `None` = all.
+    pub requested: Option<Vec<String>>,
+}
+
+struct Input<'a> {
+    name: String,
+    datatype: Option<String>,
+    shape: Option<Vec<i64>>,
+    data: Option<Tensor<'a>>,
+}
+
+/// An OIP infer request body → a V1 `:predict` body. `call` comes with model and version set.
+pub fn request(
+    sig: &Signature,
+    body: &[u8],
+    call: &mut OipCall,
+    limit: u64,
+) -> Result<Vec<u8>, TranslateError> {
+    let bad = TranslateError::BadRequest;
+    let mut inputs: Vec<Input<'_>> = Vec::new();
+    let mut r = Reader::new(body);
+    r.object(|r, key| match key.as_ref() {
+        "id" => {
+            call.id = Some(r.string()?.into_owned());
+            Ok(())
+        }
+        "inputs" => r.array(|r| {
+            let mut input = Input {
+                name: String::new(),
+                datatype: None,
+                shape: None,
+                data: None,
+            };
+            r.object(|r, key| match key.as_ref() {
+                "name" => r.string().map(|s| input.name = s.into_owned()),
+                "datatype" => r.string().map(|s| input.datatype = Some(s.into_owned())),
+                "shape" => shape(r).map(|s| input.shape = Some(s)),
+                "data" => {
+                    let mut nest = Nest::default();
+                    nest.value(r, 0)?;
+                    input.data = Some(nest.finish(None)?);
+                    Ok(())
+                }
+                "parameters" => r.object(|r, key| {
+                    if key == "binary_data_size" {
+                        return Err("the binary tensor extension is not bridged to kserve-v1 yet (send JSON data)".to_owned());
+                    }
+                    r.skip()
+                }),
+                _ => r.skip(),
+            })?;
+            inputs.push(input);
+            Ok(())
+        }),
+        "outputs" => {
+            let mut names = Vec::new();
+            r.array(|r| {
+                r.object(|r, key| match key.as_ref() {
+                    "name" => r.string().map(|s| names.push(s.into_owned())),
+                    "parameters" => r.object(|r, key| {
+                        if key == "binary_data" && r.literal(b"true") {
+                            return Err("binary outputs are not bridged from kserve-v1 yet (ask for JSON data)".to_owned());
+                        }
+                        r.skip()
+                    }),
+                    _ => r.skip(),
+                })
+            })?;
+            call.requested = Some(names);
+            Ok(())
+        }
+        _ => r.skip(),
+    })
+    .and_then(|()| r.end())
+    .map_err(bad)?;
+    if let Some(names) = &call.requested {
+        for n in names {
+            if !sig.outputs.iter().any(|o| &o.name == n) {
+                return Err(bad(format!(
+                    "unknown output {n:?} (the model's outputs: {})",
+                    names_of(&sig.outputs)
+                )));
+            }
+        }
+    }
+    let mut budget = Budget::new(limit);
+    let mut ordered = Vec::with_capacity(sig.inputs.len());
+    for want in &sig.inputs {
+        let pos = inputs.iter().position(|i| i.name == want.name);
+        let input = pos
+            .map(|p| inputs.swap_remove(p))
+            .ok_or_else(|| bad(format!("missing input {:?}", want.name)))?;
+        ordered.push((want, checked_input(want, input, &mut budget)?));
+    }
+    if let Some(extra) = inputs.first() {
+        return Err(bad(format!(
+            "unknown input {:?} (the model's inputs: {})",
+            extra.name,
+            names_of(&sig.inputs)
+        )));
+    }
+    write_request(sig, &ordered).map_err(bad)
+}
+
+fn checked_input<'a>(
+    want: &TensorSig,
+    input: Input<'a>,
+    budget: &mut Budget,
+) -> Result<Tensor<'a>, TranslateError> {
+    let bad = |m: String| TranslateError::BadRequest(format!("input {:?}: {m}", want.name));
+    let dt = input.datatype.unwrap_or_default();
+    if dt != want.datatype.as_str() {
+        return Err(bad(format!(
+            "datatype {dt:?} does not match the model's {}",
+            want.datatype.as_str()
+        )));
+    }
+    let shape = input.shape.ok_or_else(|| bad("no shape".to_owned()))?;
+    let shape: Vec<usize> = shape
+        .iter()
+        .map(|&d| usize::try_from(d))
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad(format!("invalid shape {shape:?}")))?;
+    if !fits(&shape, &want.shape) {
+        return Err(bad(format!(
+            "shape {shape:?} does not fit the model's {:?}",
+            want.shape
+        )));
+    }
+    let mut data = input.data.ok_or_else(|| bad("no data".to_owned()))?;
+    let count = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    if count != Some(data.elems.len()) {
+        return Err(bad(format!(
+            "shape {shape:?} needs {} elements, data has {}",
+            count.unwrap_or(usize::MAX),
+            data.elems.len()
+        )));
+    }
+    check(&data.elems, want.datatype).map_err(bad)?;
+    budget.charge(&data.elems, want.datatype)?;
+    data.shape = shape;
+    Ok(data)
+}
+
+fn write_request(sig: &Signature, inputs: &[(&TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(inputs.iter().map(|(_, t)| t.elems.len() * 12 + 64).sum());
+    if !sig.row_format() {
+        // One input goes bare (TF Serving allows leaving out the name, and KServe's V1 server
+        // wants `inputs` to be a list); several as an object of named tensors.
+        if let [(want, t)] = inputs {
+            out.extend_from_slice(b"{\"inputs\":");
+            write_nested(&mut out, &t.shape, &t.elems, b64_named(want))?;
+            out.push(b'}');
+            return Ok(out);
+        }
+        out.extend_from_slice(b"{\"inputs\":{");
+        for (i, (want, t)) in inputs.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_str(&mut out, &want.name);
+            out.push(b':');
+            write_nested(&mut out, &t.shape, &t.elems, b64_named(want))?;
+        }
+        out.extend_from_slice(b"}}");
+        return Ok(out);
+    }
+    let batch = inputs
+        .first()
+        .and_then(|(_, t)| t.shape.first())
+        .copied()
+        .unwrap_or(0);
+    if let Some((w, t)) = inputs.iter().find(|(_, t)| t.shape.first() != Some(&batch)) {
+        return Err(format!(
+            "input {:?} has batch size {:?}, the others {batch} (row format needs one batch size)",
+            w.name,
+            t.shape.first()
+        ));
+    }
+    out.extend_from_slice(b"{\"instances\":[");
+    for row in 0..batch {
+        if row > 0 {
+            out.push(b',');
+        }
+        let named = inputs.len() > 1;
+        if named {
+            out.push(b'{');
+        }
+        for (i, (want, t)) in inputs.iter().enumerate() {
+            let inner = t.shape.get(1..).unwrap_or_default();
+            let step = inner.iter().product::<usize>();
+            let from = row.saturating_mul(step);
+            let part = t
+                .elems
+                .get(from..from.saturating_add(step))
+                .unwrap_or_default();
+            if named {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(&mut out, &want.name);
+                out.push(b':');
+            }
+            write_nested(&mut out, inner, part, b64_named(want))?;
+        }
+        if named {
+            out.push(b'}');
+        }
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
+/// A V1 answer body → the OIP infer answer.
+pub fn answer(
+    sig: &Signature,
+    call: &OipCall,
+    body: &[u8],
+    limit: u64,
+) -> Result<Vec<u8>, TranslateError> {
+    let bad = TranslateError::BadUpstream;
+    let mut nests: Vec<Nest<'_>> = sig.outputs.iter().map(|_| Nest::default()).collect();
+    let mut seen = vec![false; sig.outputs.len()];
+    let mut batch = None;
+    let mut r = Reader::new(body);
+    r.object(|r, key| match key.as_ref() {
+        "predictions" => {
+            let mut rows = 0usize;
+            r.array(|r| {
+                rows += 1;
+                row_or_named(r, sig, &mut nests, &mut seen, 1)
+            })?;
+            batch = Some(rows);
+            Ok(())
+        }
+        "outputs" => row_or_named(r, sig, &mut nests, &mut seen, 0),
+        _ => r.skip(),
+    })
+    .and_then(|()| r.end())
+    .map_err(|e| bad(format!("kserve-v1 answer: {e}")))?;
+    let mut budget = Budget::new(limit);
+    let mut outputs = Vec::new();
+    for ((want, nest), seen) in sig.outputs.iter().zip(nests).zip(seen) {
+        let wanted = call
+            .requested
+            .as_ref()
+            .is_none_or(|r| r.contains(&want.name));
+        if !wanted {
+            continue;
+        }
+        if !seen {
+            return Err(bad(format!(
+                "the kserve-v1 answer has no output {:?}",
+                want.name
+            )));
+        }
+        let fault = |m: String| bad(format!("output {:?}: {m}", want.name));
+        let t = nest.finish(batch).map_err(fault)?;
+        if !fits(&t.shape, &want.shape) {
+            return Err(fault(format!(
+                "shape {:?} does not fit the signature's {:?}",
+                t.shape, want.shape
+            )));
+        }
+        check(&t.elems, want.datatype).map_err(fault)?;
+        budget.charge(&t.elems, want.datatype)?;
+        outputs.push((want, t));
+    }
+    write_answer(call, &outputs).map_err(bad)
+}
+
+/// One answer value: an object of named outputs, or (with one output) the output itself.
+fn row_or_named<'a>(
+    r: &mut Reader<'a>,
+    sig: &Signature,
+    nests: &mut [Nest<'a>],
+    seen: &mut [bool],
+    depth: usize,
+) -> Result<(), String> {
+    let single = sig.outputs.len() == 1;
+    if r.peek() != Some(b'{') {
+        if !single {
+            return Err("expected an object of named outputs".to_owned());
+        }
+        mark(seen, 0);
+        return nests.first_mut().map_or(Ok(()), |n| n.value(r, depth));
+    }
+    r.object(|r, key| {
+        let idx = sig.outputs.iter().position(|o| o.name == key);
+        match (idx, key.as_ref()) {
+            (Some(i), _) => {
+                mark(seen, i);
+                nests.get_mut(i).map_or(Ok(()), |n| n.value(r, depth))
+            }
+            // A lone BYTES output's `{"b64": ...}` element.
+            (None, "b64") if single => {
+                mark(seen, 0);
+                let elem = Elem::Bin(super::nested::b64(&r.string()?)?);
+                nests.first_mut().map_or(Ok(()), |n| n.leaf(depth, elem))
+            }
+            (None, _) => Err(format!("output {key:?} is not in the signature")),
+        }
+    })
+}
+
+fn mark(seen: &mut [bool], i: usize) {
+    if let Some(s) = seen.get_mut(i) {
+        *s = true;
+    }
+}
+
+fn write_answer(call: &OipCall, outputs: &[(&TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(outputs.iter().map(|(_, t)| t.elems.len() * 12 + 96).sum());
+    out.extend_from_slice(b"{\"model_name\":");
+    write_str(&mut out, &call.model);
+    if let Some(v) = &call.version {
+        out.extend_from_slice(b",\"model_version\":");
+        write_str(&mut out, v);
+    }
+    if let Some(id) = &call.id {
+        out.extend_from_slice(b",\"id\":");
+        write_str(&mut out, id);
+    }
+    out.extend_from_slice(b",\"outputs\":[");
+    for (i, (want, t)) in outputs.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"name\":");
+        write_str(&mut out, &want.name);
+        out.extend_from_slice(b",\"datatype\":\"");
+        out.extend_from_slice(want.datatype.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"shape\":");
+        write_shape(&mut out, &t.shape);
+        out.extend_from_slice(b",\"data\":");
+        write_flat(&mut out, &t.elems, false)?;
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
+fn names_of(ts: &[TensorSig]) -> String {
+    ts.iter()
+        .map(|t| t.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,63 @@
+"""tritonclient HTTP (JSON mode) as an Open Inference Protocol caller of models that ferry
+bridges to KServe V1. Prints one JSON object: each case's answer or error.
+Usage: python oip_caller.py HOST:PORT"""
+
+import json
+import sys
+
+import numpy as np
+import tritonclient.http as http
+from tritonclient.utils import InferenceServerException
+
+
+def infer(c, model, tensors, outputs):
+    inputs = []
+    for name, arr, dt in tensors:
+        i = http.InferInput(name, list(arr.shape), dt)
+        i.set_data_from_numpy(arr, binary_data=False)
+        inputs.append(i)
+    requested = [http.InferRequestedOutput(n, binary_data=False) for n in outputs]
+    r = c.infer(model, inputs, outputs=requested, request_id="req-1")
+    got = {"id": r.get_response().get("id")}
+    for n in outputs:
+        a = r.as_numpy(n)
+        if a.dtype == np.float32:
+            values = a.view(np.uint32).flatten().tolist()  # bits: compared exactly
+        elif a.dtype == np.object_:
+            values = [v.decode() if isinstance(v, bytes) else v for v in a.flatten().tolist()]
+        else:
+            values = a.flatten().tolist()
+        got[n] = {"dtype": str(a.dtype), "shape": list(a.shape), "values": values}
+    return got
+
+
+def case(out, name, fn):
+    try:
+        out[name] = fn()
+    except InferenceServerException as e:
+        out[name] = {"status": e.status(), "message": e.message()}
+
+
+def main():
+    c = http.InferenceServerClient(sys.argv[1])
+    x = np.array([[1.5, -2.0, 3.25], [0.1, 0.2, -0.3], [1e-8, -1e30, -0.0]], dtype=np.float32)
+    tag = np.array([b"alpha", b"beta", "gamma \u00e9".encode()], dtype=np.object_)
+    m = np.array([[1, 2, 3], [4, 5, -(2**62)]], dtype=np.int64)
+    out = {"x_bits": x.view(np.uint32).flatten().tolist()}
+    case(out, "ready", lambda: c.is_model_ready("scorer"))
+    case(out, "metadata", lambda: c.get_model_metadata("scorer"))
+    case(out, "scorer", lambda: infer(c, "scorer", [("x", x, "FP32"), ("tag", tag, "BYTES")],
+                                      ["doubled", "positives", "label"]))
+    case(out, "scorer_one_output", lambda: infer(c, "scorer", [("x", x, "FP32"), ("tag", tag, "BYTES")],
+                                                 ["label"]))
+    case(out, "matrix", lambda: infer(c, "matrix", [("m", m, "INT64")], ["mt"]))
+    case(out, "wrong_dtype", lambda: infer(c, "scorer", [("x", x.astype(np.float64), "FP64"),
+                                                         ("tag", tag, "BYTES")], ["label"]))
+    case(out, "missing_input", lambda: infer(c, "scorer", [("x", x, "FP32")], ["label"]))
+    case(out, "unknown_model", lambda: infer(c, "nope", [("x", x, "FP32"), ("tag", tag, "BYTES")],
+                                             ["label"]))
+    case(out, "unknown_model_ready", lambda: c.is_model_ready("nope"))
+    print(json.dumps(out))
+
+
+main()

@@ -1,0 +1,49 @@
+"""KServe V1 (TF Serving REST) models for ferry's bridging tests, served by KServe's
+ModelServer over `/v1/models/<m>:predict`. Torch-free: plain Python over the JSON body.
+Usage: python v1_models.py --http_port N --grpc_port M
+
+  scorer  row format: instances [{"x": [3 floats], "tag": str}] ->
+          predictions [{"doubled": 2*x, "positives": count of x > 0, "label": tag upper-cased}]
+  matrix  columnar: inputs [[...], [...]] (one unnamed input) -> outputs: its transpose
+"""
+
+from kserve import Model, ModelServer
+from kserve.errors import InvalidInput
+
+
+class Scorer(Model):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.ready = True
+
+    async def predict(self, payload, headers=None, response_headers=None):
+        instances = payload.get("instances")
+        if not isinstance(instances, list):
+            raise InvalidInput("scorer wants row format (instances)")
+        predictions = []
+        for inst in instances:
+            x = inst["x"]
+            predictions.append(
+                {
+                    "doubled": [2 * v for v in x],
+                    "positives": sum(1 for v in x if v > 0),
+                    "label": inst["tag"].upper(),
+                }
+            )
+        return {"predictions": predictions}
+
+
+class Matrix(Model):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.ready = True
+
+    async def predict(self, payload, headers=None, response_headers=None):
+        m = payload.get("inputs")
+        if not isinstance(m, list):
+            raise InvalidInput("matrix wants columnar format (inputs)")
+        return {"outputs": [list(col) for col in zip(*m)]}
+
+
+if __name__ == "__main__":
+    ModelServer().start([Scorer("scorer"), Matrix("matrix")])
