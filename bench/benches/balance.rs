@@ -50,6 +50,7 @@ fn cluster_with(n: u16, lb: LbPolicy, load_report: Option<LoadReportLb>) -> Clus
         tls: None,
         slow_start: None,
         load_report,
+        hash: None,
     };
     let c = Cluster::new(config, &Metrics::new(), Transport::Network, None);
     for (i, e) in c.endpoints().iter().enumerate() {
@@ -71,7 +72,7 @@ fn pick(c: &mut Criterion) {
         for n in [2u16, 16, 256] {
             let cl = cluster(n, lb);
             g.bench_with_input(BenchmarkId::new(name, n), &cl, |b, cl| {
-                b.iter(|| black_box(cl.pick_now(None)));
+                b.iter(|| black_box(cl.pick_now(None, None)));
             });
         }
     }
@@ -82,7 +83,7 @@ fn pick(c: &mut Criterion) {
     for n in [2u16, 16, 256] {
         let cl = cluster_with(n, LbPolicy::P2cEwma, Some(reporting.clone()));
         g.bench_with_input(BenchmarkId::new("p2c_ewma_load_report", n), &cl, |b, cl| {
-            b.iter(|| black_box(cl.pick_now(None)));
+            b.iter(|| black_box(cl.pick_now(None, None)));
         });
     }
     g.finish();

@@ -130,6 +130,7 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             concurrency: None,
             access_log: true,
             load_report: Default::default(),
+            fault: None,
         }],
         limits: ListenerLimits {
             max_request_headers_bytes: defaults::MAX_REQUEST_HEADERS_BYTES,
@@ -157,6 +158,7 @@ fn cluster(name: &str, endpoints: Endpoints, lb: LbPolicy) -> Cluster {
         tls: None,
         slow_start: None,
         load_report: None,
+        hash: None,
         outlier: Some(OutlierDetection {
             consecutive_failures: defaults::OUTLIER_CONSECUTIVE_FAILURES,
             base_ejection: defaults::OUTLIER_EJECTION,

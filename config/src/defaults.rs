@@ -66,6 +66,9 @@ pub const DEFAULT_PORT: u16 = 80;
 pub const SLOW_START_INITIAL: f64 = 0.1;
 /// `clusters[].lb.load_report.weight`: a fully loaded endpoint (metric 1) costs twice an idle one.
 pub const LOAD_REPORT_WEIGHT: f64 = 1.0;
+/// `lb.bounded_load` of a hash cluster: no endpoint above 1.25× the mean in-flight (the
+/// factor Mirrokni, Thorup and Zadimoghaddam's paper and Vimeo's deployment use).
+pub const HASH_BOUNDED_LOAD: f64 = 1.25;
 /// `clusters[].outlier.consecutive_failures`.
 pub const OUTLIER_CONSECUTIVE_FAILURES: u32 = 5;
 /// `clusters[].outlier.ejection`.

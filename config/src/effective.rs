@@ -20,6 +20,7 @@ use crate::validate::{Parts, format_duration, format_percent};
 
 mod access_log;
 mod cluster;
+mod fault;
 mod limits;
 mod tls;
 mod tracing;
@@ -247,6 +248,9 @@ fn route(r: &Route) -> Value {
             "load_report".into(),
             json!({ "report": r.load_report.report, "strip": r.load_report.strip }),
         );
+    }
+    if let Some(f) = &r.fault {
+        out.insert("fault".into(), fault::fault(f));
     }
     Value::Object(out)
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 mod access_log;
 mod cluster;
+mod fault;
 mod limits;
 mod route;
 mod tensors;
@@ -22,9 +23,10 @@ mod translate;
 
 pub use access_log::{AccessLog, AccessLogFormat};
 pub use cluster::{
-    Cluster, Endpoints, HostPort, LbPolicy, LoadMetric, LoadReportLb, OutlierDetection, SlowStart,
-    UpstreamProtocol,
+    Cluster, Endpoints, HashKeyPart, HashLb, HostPort, LbPolicy, LoadMetric, LoadReportLb,
+    OutlierDetection, SlowStart, UpstreamProtocol,
 };
+pub use fault::{Fault, FaultAbort, FaultDelay};
 pub use limits::{
     Concurrency, KeyPart, LimitAmount, LimitMode, OnFailure, Override, RateLimit, Redis, Scope,
     TokenBudget, TokenCharge,

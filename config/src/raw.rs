@@ -10,6 +10,7 @@ use serde::Deserialize;
 mod access_log;
 mod bridge;
 mod cluster;
+mod fault;
 mod lb;
 mod limits;
 mod route;
@@ -24,6 +25,7 @@ pub use bridge::{SignatureSpec, WireList};
 pub use cluster::{
     DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
 };
+pub use fault::{FaultAbortSpec, FaultDelaySpec, FaultSpec};
 pub use lb::{LbObjectSpec, LbSpec, LoadReportLbSpec};
 pub use limits::{
     ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,
@@ -36,8 +38,8 @@ pub use route::{
     UpstreamBinarySpec, WireSpec,
 };
 pub use scalars::{
-    DurationText, HeaderNameText, HostPortText, PercentText, RatioText, SocketAddrText, Text,
-    WeightText,
+    DurationText, HashKeyPartText, HeaderNameText, HostPortText, LoadFactorText, PercentNumberText,
+    PercentText, RatioText, SocketAddrText, Text, WeightText,
 };
 pub use shorthand::{HeaderValues, MatchSpec, Methods, Paths, StringMatchSpec, To, WeightedTarget};
 pub use tensors::{MetadataSourceSpec, ModelTensorsSpec, TensorSpec, ValidateTensorsSpec};

@@ -17,6 +17,8 @@ use crate::yaml::PosIndex;
 
 mod access_log;
 mod cluster;
+mod fault;
+mod hash_lb;
 mod limits;
 mod matchers;
 mod redis;

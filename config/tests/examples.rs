@@ -51,6 +51,7 @@ fn every_example_parses_and_round_trips() {
         "default.yaml",
         "tracing.yaml",
         "access-log.yaml",
+        "rollouts.yaml",
     ] {
         assert!(
             seen.iter().any(|s| s == required),
@@ -326,4 +327,19 @@ fn listener_safety_limits_default_on_show_in_the_dump_and_switch_off() {
     assert_eq!(l.h2_max_concurrent_streams, NonZeroU32::new(8));
     assert_eq!(l.stalled_write_timeout, Some(Duration::from_secs(2)));
     assert_round_trips(&set);
+}
+
+#[test]
+fn rollouts_example_hashes_on_session_and_prompt_and_drills_with_a_header() {
+    use ferry_config::HashKeyPart;
+    let c = load_example("rollouts.yaml");
+    let h = c.clusters[0].hash.clone().unwrap();
+    assert_eq!(c.clusters[0].lb, LbPolicy::Hash);
+    assert_eq!(h.key[0], HashKeyPart::Header("x-session-id".into()));
+    assert!(matches!(h.key[1], HashKeyPart::PromptPrefix(n) if n.get() == 2048));
+    assert_eq!(h.bounded_load, Some(1.25));
+    let f = c.listeners[0].routes[0].fault.clone().unwrap();
+    assert_eq!(f.header.as_deref(), Some("x-ferry-fault"));
+    assert_eq!(f.abort.unwrap().grpc_status, 14);
+    assert_eq!(f.delay.unwrap().fixed, Duration::from_millis(200));
 }

@@ -22,6 +22,7 @@ use http_body_util::BodyExt;
 
 use crate::authorization::PermissionDenied;
 use crate::body_limit::{BodyTooLarge, MalformedBody};
+use crate::fault::FaultAborted;
 use crate::limits::{Overloaded, RateLimited, StoreUnavailable};
 use crate::transcode::TranscodeError;
 use crate::translate::{BoxError, TranslateBody, TranslateError, code};
@@ -96,6 +97,9 @@ pub fn classify_filters<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a dyn Clas
         return Some(e);
     }
     if let Some(e) = e.downcast_ref::<StoreUnavailable>() {
+        return Some(e);
+    }
+    if let Some(e) = e.downcast_ref::<FaultAborted>() {
         return Some(e);
     }
     None

@@ -7,18 +7,21 @@
 mod balance;
 mod discovery;
 mod endpoint;
+mod members;
+pub mod ring;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
+use std::time::Instant;
 
-use arc_swap::ArcSwap;
-use ferry_config::{Cluster as ClusterConfig, Endpoints, LoadMetric};
+use ferry_config::{Cluster as ClusterConfig, Endpoints, LbPolicy, LoadMetric};
 use ferry_filters::load_report::{Field, MetricName};
 use tokio::task::JoinHandle;
 
 pub use self::balance::may_eject;
 pub use self::endpoint::{Endpoint, InFlightOwned};
+use self::members::Members;
 use crate::tls::Originator;
 use crate::upstream::{Transport, UpstreamClient};
 
@@ -29,7 +32,7 @@ pub struct Cluster {
     pub name: Arc<str>,
     /// The config it was built from; compared on reload to decide whether to keep it.
     pub config: ClusterConfig,
-    endpoints: Arc<ArcSwap<Vec<Arc<Endpoint>>>>,
+    endpoints: Arc<Members>,
     next: AtomicUsize,
     /// Pooled upstream connections.
     pub client: UpstreamClient,
@@ -56,6 +59,11 @@ pub struct LoadReporting {
     pub weight: f64,
 }
 
+/// A request's consistent-hashing key (`lb: hash`), computed once per request before its
+/// attempts; a request without one is balanced by the cluster's `fallback`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashKey(pub u64);
+
 /// Why no endpoint could be picked.
 #[derive(Debug, thiserror::Error)]
 pub enum PickError {
@@ -77,11 +85,14 @@ impl Cluster {
         transport: Transport,
         tls: Option<Arc<Originator>>,
     ) -> Self {
-        let initial: Vec<Arc<Endpoint>> = match &config.endpoints {
-            Endpoints::Static(addrs) => addrs.iter().map(|a| Arc::new(Endpoint::new(*a))).collect(),
-            Endpoints::Dns { .. } | Endpoints::OriginalAuthority { .. } => Vec::new(),
-        };
-        let endpoints = Arc::new(ArcSwap::from_pointee(initial));
+        let endpoints = Arc::new(Members::new(config.hash.is_some()));
+        if let Endpoints::Static(addrs) = &config.endpoints {
+            let initial = addrs
+                .iter()
+                .map(|a| Arc::new(endpoints.endpoint(*a, false)))
+                .collect();
+            endpoints.store(initial);
+        }
         let refresh = match &config.endpoints {
             Endpoints::Dns { names, refresh } => Some(tokio::spawn(discovery::refresh_dns(
                 config.name.clone(),
@@ -137,6 +148,7 @@ impl Cluster {
             && a.tls == other.tls
             && a.slow_start == other.slow_start
             && a.load_report == other.load_report
+            && a.hash == other.hash
     }
 
     /// Picks an endpoint for one attempt, avoiding `avoid` (the one that just failed) when
@@ -159,9 +171,28 @@ impl Cluster {
 
     /// [`Cluster::pick`] without waiting, for clusters whose endpoints are known (static or
     /// DNS-refreshed); `None` for original-authority clusters, which resolve per request.
-    pub fn pick_now(&self, avoid: Option<SocketAddr>) -> Option<Result<Arc<Endpoint>, PickError>> {
+    /// `key` is the request's hash key (`lb: hash` clusters; without one, the fallback policy).
+    pub fn pick_now(
+        &self,
+        avoid: Option<SocketAddr>,
+        key: Option<HashKey>,
+    ) -> Option<Result<Arc<Endpoint>, PickError>> {
         if let Endpoints::OriginalAuthority { .. } = &self.config.endpoints {
             return None;
+        }
+        if let (Some(key), Some(ring), Some(hash)) =
+            (key, self.endpoints.ring(), self.config.hash.as_ref())
+        {
+            let bounds = ring::Bounds {
+                factor: hash.bounded_load,
+                in_flight: self.endpoints.in_flight(),
+                avoid,
+                ejections: self.config.outlier.is_some(),
+            };
+            if let Some(e) = ring.pick(key.0, bounds, Instant::now) {
+                return Some(Ok(e.clone()));
+            }
+            // No usable endpoint on the ring: the fallback's panic mode picks one.
         }
         let endpoints = self.endpoints.load();
         Some(
@@ -172,7 +203,11 @@ impl Cluster {
 
     fn policy(&self) -> balance::Policy<'_> {
         balance::Policy {
-            lb: self.config.lb,
+            // A hash cluster balances requests without a key by its fallback.
+            lb: match (self.config.lb, &self.config.hash) {
+                (LbPolicy::Hash, Some(h)) => h.fallback,
+                (lb, _) => lb,
+            },
             outlier: self.config.outlier.as_ref(),
             slow: self.config.slow_start.as_ref(),
             load_weight: self.load_report.as_ref().map(|r| r.weight),

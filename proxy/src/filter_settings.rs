@@ -143,3 +143,27 @@ pub fn authorization(
         rules,
     })
 }
+
+/// The fault filter's settings of a route's `fault`.
+pub fn fault(config: Option<&ferry_config::Fault>) -> Option<ferry_filters::fault::FaultSettings> {
+    use ferry_filters::fault::{FaultAbort, FaultDelay, FaultSettings};
+    let f = config?;
+    Some(FaultSettings {
+        delay: f.delay.as_ref().map(|d| FaultDelay {
+            fixed: d.fixed,
+            ratio: d.ratio,
+        }),
+        abort: f.abort.as_ref().map(|a| FaultAbort {
+            // Validation keeps it in 400..=599.
+            status: http::StatusCode::from_u16(a.status)
+                .unwrap_or(http::StatusCode::SERVICE_UNAVAILABLE),
+            grpc_code: a.grpc_status,
+            ratio: a.ratio,
+        }),
+        // Validation checked the name; an unparsable one would gate every request out.
+        header: f
+            .header
+            .as_ref()
+            .and_then(|h| http::HeaderName::from_bytes(h.as_bytes()).ok()),
+    })
+}

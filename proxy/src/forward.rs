@@ -5,6 +5,7 @@
 
 pub mod balance;
 pub mod client;
+pub mod hash_key;
 mod load_report;
 pub mod retry;
 pub mod timeout;
@@ -19,6 +20,7 @@ use crate::body::{BoxError, ProxyBody};
 
 pub use self::balance::{Balance, BalanceLayer};
 pub use self::client::{Dispatch, EndpointClient};
+pub use self::hash_key::HashKeyLayer;
 pub use self::retry::{Retry, RetryLayer};
 pub use self::timeout::{Timeout, TimeoutLayer};
 

@@ -41,6 +41,8 @@ pub struct Metrics {
     pub ejections: Family<ClusterLabels, Counter>,
     /// `ferry_retries_total`.
     pub retries: Family<RetryLabels, Counter>,
+    /// `ferry_faults_injected_total`: delays and aborts injected by routes' `fault`.
+    pub faults_injected: Family<FaultLabels, Counter>,
     /// `ferry_tensor_metadata_fetch_failures_total`: `validate_tensors` let a request through
     /// unchecked because the model's metadata could not be fetched.
     pub tensor_metadata_fetch_failures: Family<RouteLabels, Counter>,
@@ -117,6 +119,7 @@ impl Metrics {
             connect_errors: Family::default(),
             ejections: Family::default(),
             retries: Family::default(),
+            faults_injected: Family::default(),
             tensor_metadata_fetch_failures: Family::default(),
             active_connections: Family::default(),
             active_requests: Family::default(),
@@ -188,6 +191,11 @@ impl Metrics {
             "ferry_retries",
             "Retried upstream attempts",
             m.retries.clone(),
+        );
+        registry.register(
+            "ferry_faults_injected",
+            "Faults injected by routes' fault settings, by kind (delay, abort)",
+            m.faults_injected.clone(),
         );
         registry.register(
             "ferry_tensor_metadata_fetch_failures",

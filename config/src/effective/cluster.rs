@@ -38,13 +38,19 @@ pub(super) fn cluster(c: &Cluster) -> Value {
         UpstreamProtocol::H2 => "h2",
     };
     out.insert("protocol".into(), protocol.into());
-    let lb = match c.lb {
-        LbPolicy::RoundRobin => "round-robin",
-        LbPolicy::P2cEwma => "p2c-ewma",
-    };
-    match &c.load_report {
-        None => out.insert("lb".into(), lb.into()),
-        Some(r) => out.insert(
+    let lb = policy_name(c.lb);
+    match (&c.load_report, &c.hash) {
+        (_, Some(h)) => out.insert(
+            "lb".into(),
+            json!({
+                "policy": lb,
+                "key": h.key.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "bounded_load": h.bounded_load.unwrap_or(0.0),
+                "fallback": policy_name(h.fallback),
+            }),
+        ),
+        (None, None) => out.insert("lb".into(), lb.into()),
+        (Some(r), None) => out.insert(
             "lb".into(),
             json!({ "policy": lb, "load_report": { "metric": r.metric.to_string(), "weight": r.weight } }),
         ),
@@ -78,4 +84,12 @@ pub(super) fn cluster(c: &Cluster) -> Value {
         out.insert("tls".into(), tls::cluster_tls(t));
     }
     Value::Object(out)
+}
+
+fn policy_name(lb: LbPolicy) -> &'static str {
+    match lb {
+        LbPolicy::RoundRobin => "round-robin",
+        LbPolicy::P2cEwma => "p2c-ewma",
+        LbPolicy::Hash => "hash",
+    }
 }

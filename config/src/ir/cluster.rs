@@ -18,6 +18,8 @@ pub struct Cluster {
     /// The load-report metric folded into the pick (`p2c-ewma` only); `None` = latency and
     /// in-flight requests alone, and answers' reports are not read.
     pub load_report: Option<LoadReportLb>,
+    /// Consistent hashing settings; `Some` exactly when `lb` is [`LbPolicy::Hash`].
+    pub hash: Option<HashLb>,
     /// TCP connect timeout. Default 1s.
     pub connect_timeout: Duration,
     /// Idle pooled connections are closed after this. Default 90s.
@@ -88,6 +90,48 @@ pub enum LbPolicy {
     /// Power of two choices, least loaded by in-flight requests weighted by EWMA latency
     /// (as linkerd2-proxy's "PeakEwma").
     P2cEwma,
+    /// Consistent hashing on a request key, with bounded load ([`Cluster::hash`]).
+    Hash,
+}
+
+/// Consistent hashing with bounded load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HashLb {
+    /// What the key is made of, in order (at least one part).
+    pub key: Vec<HashKeyPart>,
+    /// No endpoint takes a request while its in-flight count would pass `ceil(factor × mean
+    /// in-flight, this request counted)`; `None` = unbounded. When `Some`, >= 1.
+    pub bounded_load: Option<f64>,
+    /// The policy for requests with none of the key parts (never `Hash`).
+    pub fallback: LbPolicy,
+}
+
+/// One part of a hash key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashKeyPart {
+    /// A request header's value (lower-case name).
+    Header(String),
+    /// A cookie's value.
+    Cookie(String),
+    /// The model name (and version) the request names.
+    Model,
+    /// The caller: its SPIFFE ID over mutual TLS, else its IP address.
+    Client,
+    /// The first N bytes of an OpenAI-style body's `prompt`, or of the text of its `messages`
+    /// in order.
+    PromptPrefix(std::num::NonZeroUsize),
+}
+
+impl std::fmt::Display for HashKeyPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HashKeyPart::Header(n) => write!(f, "header:{n}"),
+            HashKeyPart::Cookie(n) => write!(f, "cookie:{n}"),
+            HashKeyPart::Model => f.write_str("model"),
+            HashKeyPart::Client => f.write_str("client"),
+            HashKeyPart::PromptPrefix(n) => write!(f, "prompt_prefix:{n}"),
+        }
+    }
 }
 
 /// Balancing on the endpoints' own load reports (ORCA `endpoint-load-metrics*`).

@@ -45,6 +45,8 @@ pub struct Route {
     pub access_log: bool,
     /// Load reports on the route's answers. Default: neither added nor stripped.
     pub load_report: RouteLoadReport,
+    /// Faults injected for drills; `None` = none.
+    pub fault: Option<super::Fault>,
 }
 
 /// What a route does with load reports on its answers.

@@ -21,7 +21,8 @@ pub struct RawCluster {
     pub original_authority: Option<OriginalAuthoritySpec>,
     /// How to speak to the upstream. Default `auto`.
     pub protocol: Option<RawProtocol>,
-    /// Load-balancing policy: a name (`p2c-ewma`, `round-robin`) or `{policy, load_report}`.
+    /// Load-balancing policy: a name (`p2c-ewma`, `round-robin`) or `{policy, load_report}`, or
+    /// `{policy: hash, key, bounded_load, fallback}`.
     /// Default `p2c-ewma`.
     pub lb: Option<super::LbSpec>,
     /// TCP connect timeout. Default `1s`.
@@ -91,6 +92,8 @@ pub enum RawLb {
     RoundRobin,
     /// Power of two choices on EWMA latency.
     P2cEwma,
+    /// Consistent hashing (a ring) on `key`, with `bounded_load`.
+    Hash,
 }
 
 /// Passive outlier detection.

@@ -1,5 +1,5 @@
 //! `clusters[].lb`: a policy name, or `{policy, load_report}` to balance on the endpoints' own
-//! load reports (ORCA). Deserialized with a visitor, as the other short/long forms
+//! load reports (ORCA), or `{policy: hash, key, bounded_load, fallback}` for consistent hashing. Deserialized with a visitor, as the other short/long forms
 //! (`shorthand`), so an error inside the long form keeps its field path.
 
 use std::borrow::Cow;
@@ -11,7 +11,7 @@ use serde::de::value::{MapAccessDeserializer, StrDeserializer};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use super::cluster::RawLb;
-use super::scalars::{Text, WeightText};
+use super::scalars::{HashKeyPartText, LoadFactorText, Text, WeightText};
 
 /// `lb` in either form.
 #[derive(Debug, Clone)]
@@ -32,6 +32,17 @@ pub struct LbObjectSpec {
     /// Fold a metric from each endpoint's load reports into the pick (`p2c-ewma` only);
     /// omitted = latency and in-flight requests alone.
     pub load_report: Option<LoadReportLbSpec>,
+    /// `hash` only (required there): what the hash key is made of, in order: `header:NAME`,
+    /// `cookie:NAME`, `model`, `client` (SPIFFE ID over mutual TLS, else the IP),
+    /// `prompt_prefix:N` (the first N bytes of an OpenAI-style prompt or `messages` text).
+    pub key: Option<Vec<HashKeyPartText>>,
+    /// `hash` only: no endpoint takes a request while it has more than `bounded_load` × the
+    /// mean in-flight requests (the request counted); it goes to the next endpoint on the
+    /// ring. `0` = no bound. Default `1.25`.
+    pub bounded_load: Option<LoadFactorText>,
+    /// `hash` only: the policy for requests with no key part present (`p2c-ewma` or
+    /// `round-robin`). Default `p2c-ewma`.
+    pub fallback: Option<RawLb>,
 }
 
 /// Which load-report metric the balancer reads, and how much it counts.
@@ -66,7 +77,9 @@ impl<'de> Deserialize<'de> for LbSpec {
         impl<'de> Visitor<'de> for V {
             type Value = LbSpec;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a policy name (p2c-ewma, round-robin) or {policy, load_report}")
+                f.write_str(
+                    "a policy name (p2c-ewma, round-robin) or {policy, load_report} or {policy: hash, key}",
+                )
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
                 // The enum's own error ("unknown variant ..., expected one of ...").
@@ -88,7 +101,7 @@ impl JsonSchema for LbSpec {
         let name = generator.subschema_for::<RawLb>();
         let object = generator.subschema_for::<LbObjectSpec>();
         json_schema!({
-            "description": "A policy name, or {policy, load_report} to balance on the endpoints' load reports.",
+            "description": "A policy name, or {policy, load_report} to balance on the endpoints' load reports, or {policy: hash, key, bounded_load, fallback} for consistent hashing.",
             "anyOf": [name, object]
         })
     }

@@ -50,6 +50,8 @@ pub struct RawRoute {
     /// Load reports on this route's answers: ferry's own (`report`) and the upstream's
     /// (`strip`); omitted = answers pass as the upstream sent them.
     pub load_report: Option<RouteLoadReportSpec>,
+    /// Faults injected for drills (delays, aborts); omitted = none.
+    pub fault: Option<super::FaultSpec>,
 }
 
 /// What a route does with load reports (`endpoint-load-metrics*`) on its answers.

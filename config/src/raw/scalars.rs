@@ -161,3 +161,42 @@ text_type!(
         "examples": [1.0, 0.5, 4]
     }
 );
+
+text_type!(
+    /// A percentage as a plain number from 0 to 100, such as `10` or `0.5` (fault injection).
+    PercentNumberText,
+    "a number from 0 to 100 such as 10",
+    {
+        "type": "number",
+        "description": "A percentage from 0 to 100.",
+        "minimum": 0,
+        "maximum": 100,
+        "examples": [10, 1, 0.5]
+    }
+);
+
+text_type!(
+    /// `lb.bounded_load`: 0 (unbounded) or a factor >= 1 such as `1.25`.
+    LoadFactorText,
+    "0 or a number >= 1 such as 1.25",
+    {
+        "description": "0 (no bound) or a factor >= 1 on the mean in-flight requests.",
+        "anyOf": [
+            { "type": "number", "const": 0 },
+            { "type": "number", "minimum": 1 }
+        ],
+        "examples": [1.25, 2, 0]
+    }
+);
+
+text_type!(
+    /// A part of a hash key: `header:NAME`, `cookie:NAME`, `model`, `client`, `prompt_prefix:N`.
+    HashKeyPartText,
+    "a key part such as header:x-session-id or prompt_prefix:512",
+    {
+        "type": "string",
+        "description": "header:NAME, cookie:NAME, model, client or prompt_prefix:N (N >= 1 bytes).",
+        "pattern": "^(model|client|header:[!#$%&'*+.^_`|~0-9A-Za-z-]+|cookie:[!#$%&'*+.^_`|~0-9A-Za-z-]+|prompt_prefix:[0-9]+)$",
+        "examples": ["header:x-session-id", "cookie:session", "model", "client", "prompt_prefix:512"]
+    }
+);

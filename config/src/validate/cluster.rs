@@ -48,7 +48,9 @@ fn cluster(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster, has_identity: bool) ->
             None => defaults::LB,
             Some(RawLb::RoundRobin) => LbPolicy::RoundRobin,
             Some(RawLb::P2cEwma) => LbPolicy::P2cEwma,
+            Some(RawLb::Hash) => LbPolicy::Hash,
         },
+        hash: super::hash_lb::hash_lb(ctx, &format!("{path}.lb"), c.lb.as_ref()),
         load_report: match &c.lb {
             Some(LbSpec::Spec(spec)) => load_report(ctx, &format!("{path}.lb"), spec),
             _ => None,
@@ -76,6 +78,10 @@ fn cluster(ctx: &mut Ctx<'_>, path: &str, c: &RawCluster, has_identity: bool) ->
 fn load_report(ctx: &mut Ctx<'_>, path: &str, spec: &LbObjectSpec) -> Option<LoadReportLb> {
     let lr = spec.load_report.as_ref()?;
     let path = format!("{path}.load_report");
+    if spec.policy == Some(RawLb::Hash) {
+        // Reported by `hash_lb`.
+        return None;
+    }
     if spec.policy == Some(RawLb::RoundRobin) {
         ctx.error(
             &path,

@@ -101,6 +101,7 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str], has_red
         concurrency: concurrency(ctx, &format!("{path}.concurrency"), r.concurrency.as_ref()),
         access_log: r.access_log.unwrap_or(true),
         load_report: route_load_report(ctx, path, r),
+        fault: super::fault::fault(ctx, &format!("{path}.fault"), r.fault.as_ref()),
         name: r.name.0.clone(),
         matcher,
         // A stand-in when invalid: the errors already recorded stop this config being used.

@@ -63,7 +63,8 @@ fn pick_at(
                 other => other,
             }
         }
-        LbPolicy::P2cEwma => p2c_over_all(p, endpoints, &usable, now),
+        // `Hash` never reaches here (the cluster passes its fallback); P2C if it did.
+        LbPolicy::P2cEwma | LbPolicy::Hash => p2c_over_all(p, endpoints, &usable, now),
     };
     if let Some(e) = fast {
         return Some(e.clone());
@@ -86,7 +87,7 @@ fn pick_at(
             let n = next.fetch_add(1, Ordering::Relaxed);
             nth_usable(endpoints, n % healthy, &usable)
         }
-        LbPolicy::P2cEwma => {
+        LbPolicy::P2cEwma | LbPolicy::Hash => {
             if healthy == 1 {
                 return nth_usable(endpoints, 0, &usable);
             }

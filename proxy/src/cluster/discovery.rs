@@ -6,10 +6,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use ferry_config::HostPort;
 
 use super::Endpoint;
+use super::members::Members;
 
 /// Re-resolves `names` every `every`, keeping endpoint state (EWMA, ejections) for addresses
 /// that stay. Ends when the cluster is dropped.
@@ -17,7 +17,7 @@ pub(super) async fn refresh_dns(
     cluster: String,
     names: Vec<HostPort>,
     every: Duration,
-    endpoints: Weak<ArcSwap<Vec<Arc<Endpoint>>>>,
+    endpoints: Weak<Members>,
 ) {
     let mut ticker = tokio::time::interval(every.max(Duration::from_millis(100)));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -55,17 +55,11 @@ pub(super) async fn refresh_dns(
                     .iter()
                     .find(|e| e.addr == *a)
                     .cloned()
-                    .unwrap_or_else(|| {
-                        Arc::new(if first {
-                            Endpoint::new(*a)
-                        } else {
-                            Endpoint::joining(*a)
-                        })
-                    })
+                    .unwrap_or_else(|| Arc::new(endpoints.endpoint(*a, !first)))
             })
             .collect();
         tracing::info!(%cluster, endpoints = next.len(), "DNS endpoints changed");
-        endpoints.store(Arc::new(next));
+        endpoints.store(next);
     }
 }
 

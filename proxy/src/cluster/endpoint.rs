@@ -55,6 +55,10 @@ pub struct Endpoint {
     /// new value with the previous time misjudges one decay step, harmless.
     load: AtomicU64,
     load_at: AtomicU64,
+    /// The cluster's own in-flight count, kept beside the endpoint's for clusters that need
+    /// the total on every pick (consistent hashing's load bound): summing 256 endpoints per
+    /// pick would cost more than the pick.
+    cluster_in_flight: Option<Arc<AtomicUsize>>,
     state: Mutex<State>,
 }
 
@@ -71,7 +75,7 @@ pub struct InFlight<'a>(&'a Endpoint);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.finish();
     }
 }
 
@@ -81,7 +85,7 @@ pub struct InFlightOwned(Arc<Endpoint>);
 
 impl Drop for InFlightOwned {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.finish();
     }
 }
 
@@ -103,6 +107,7 @@ impl Endpoint {
             joined: 0,
             load: AtomicU64::new(0),
             load_at: AtomicU64::new(0),
+            cluster_in_flight: None,
             state: Mutex::new(State {
                 ewma_ns: DEFAULT_RTT.as_nanos() as f64,
                 updated: Instant::now(),
@@ -140,16 +145,38 @@ impl Endpoint {
         }
     }
 
+    /// The endpoint with its requests also counted in `total` (its cluster's count).
+    pub fn counted_in(self, total: Option<Arc<AtomicUsize>>) -> Self {
+        Self {
+            cluster_in_flight: total,
+            ..self
+        }
+    }
+
     /// Counts a request in flight until the returned guard drops.
     pub fn start_owned(self: &Arc<Self>) -> InFlightOwned {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.begin();
         InFlightOwned(self.clone())
     }
 
     /// Counts a request in flight until the guard drops.
     pub fn start(&self) -> InFlight<'_> {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.begin();
         InFlight(self)
+    }
+
+    fn begin(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        if let Some(total) = &self.cluster_in_flight {
+            total.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn finish(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Some(total) = &self.cluster_in_flight {
+            total.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// The load estimate P2C compares: latency × (in-flight + 1), as in peak-EWMA.
@@ -221,6 +248,12 @@ impl Endpoint {
     pub fn reported_load(&self) -> Option<f64> {
         (self.load_at.load(Ordering::Relaxed) != 0)
             .then(|| f64::from_bits(self.load.load(Ordering::Relaxed)))
+    }
+
+    /// Whether the endpoint was ever ejected (one atomic load, no clock read): a pick checks
+    /// this before [`Endpoint::is_ejected`] reads the time.
+    pub fn was_ever_ejected(&self) -> bool {
+        self.ejected_until.load(Ordering::Relaxed) != 0
     }
 
     /// Whether the endpoint is currently ejected.

@@ -17,7 +17,7 @@ use prometheus_client::metrics::counter::Counter;
 use super::client::{Dispatch, DispatchFuture};
 use super::trace::AttemptSpan;
 use crate::body::{BoxError, ProxyBody};
-use crate::cluster::{Cluster, Endpoint, InFlightOwned};
+use crate::cluster::{Cluster, Endpoint, HashKey, InFlightOwned};
 use crate::failure::Failure;
 use crate::headers::{self, authority_of};
 use crate::metrics::{ClusterLabels, Metrics, Name};
@@ -112,7 +112,12 @@ where
 
     fn call(&mut self, req: Request<ProxyBody>) -> ResponseFuture {
         let avoid = req.extensions().get::<Avoid>().map(|a| a.0);
-        match self.shared.cluster.pick_now(avoid) {
+        // Only hash clusters look for a key: the others skip the extension lookup.
+        let key = match self.shared.cluster.config.hash {
+            Some(_) => req.extensions().get::<HashKey>().copied(),
+            None => None,
+        };
+        match self.shared.cluster.pick_now(avoid, key) {
             // Known endpoints: the attempt starts now, in a future written out (no box of
             // its own: it runs for every request).
             Some(Ok(endpoint)) => match self.shared.start(&mut self.inner, endpoint, req) {

@@ -17,6 +17,7 @@ use tower::retry::budget::{Budget, TpsBudget};
 
 use super::balance::{Attempt, Avoid};
 use crate::body::{BoxError, BoxFuture, Peeked, ProxyBody, StackService};
+use crate::cluster::HashKey;
 use crate::failure::Failure;
 use crate::headers;
 use crate::metrics::{RetryLabels, RouteLabels};
@@ -152,10 +153,11 @@ impl Shared {
         };
         let outcome = parts.extensions.get::<Arc<Outcome>>().cloned();
         let hop = parts.extensions.get::<Arc<HopTrace>>().cloned();
+        let key = parts.extensions.get::<HashKey>().copied();
         let mut avoid = None;
         for attempt in 1..max_attempts {
             // A retry may follow, so this attempt sends a copy of the head.
-            let req = copy(&parts, peeked.replay(), outcome.as_ref(), hop.as_ref());
+            let req = copy(&parts, peeked.replay(), outcome.as_ref(), hop.as_ref(), key);
             let req = mark(req, attempt, avoid);
             match judge(&policy.on, inner.call(req).await) {
                 Verdict::Done(answer) => return answer,
@@ -189,15 +191,16 @@ impl Shared {
     }
 }
 
-/// A copy of the head for one attempt. Of the extensions only the request's `Outcome` and its
-/// recorded hop go along: the layers below read nothing else (the balancer the outcome, the
-/// attempt's CLIENT span the hop), and cloning the whole map would allocate a box per entry
-/// for every attempt.
+/// A copy of the head for one attempt. Of the extensions only the request's `Outcome`, its
+/// recorded hop and its hash key go along: the layers below read nothing else (the balancer
+/// the outcome and the key, the attempt's CLIENT span the hop), and cloning the whole map
+/// would allocate a box per entry for every attempt.
 fn copy(
     parts: &http::request::Parts,
     body: ProxyBody,
     outcome: Option<&Arc<Outcome>>,
     hop: Option<&Arc<HopTrace>>,
+    key: Option<HashKey>,
 ) -> Request<ProxyBody> {
     let mut req = Request::new(body);
     *req.method_mut() = parts.method.clone();
@@ -209,6 +212,9 @@ fn copy(
     }
     if let Some(hop) = hop {
         req.extensions_mut().insert(hop.clone());
+    }
+    if let Some(key) = key {
+        req.extensions_mut().insert(key);
     }
     req
 }

@@ -146,6 +146,17 @@ pub struct RetryLabels {
     pub reason: &'static str,
 }
 
+/// Labels of injected faults.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct FaultLabels {
+    /// Listener name.
+    pub listener: Name,
+    /// Route name.
+    pub route: Name,
+    /// `delay` or `abort`.
+    pub kind: &'static str,
+}
+
 /// Labels of dropped access-log lines.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct AccessLogDropLabels {

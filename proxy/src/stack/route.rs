@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ferry_config::{Action, Route};
 use ferry_filters::authorization::{AuthorizationLayer, AuthorizationSettings};
 use ferry_filters::bridge::BridgeLayer;
+use ferry_filters::fault::{FaultKind, FaultLayer};
 use ferry_filters::limits::{ConcurrencyLayer, RateLimitLayer};
 use ferry_filters::load_report::{AnswerReports, AnswerReportsLayer};
 use ferry_filters::tensor_check::TensorValidationLayer;
@@ -23,8 +24,8 @@ use super::filters::Filters;
 use crate::cluster::Cluster;
 use crate::direct::Direct;
 use crate::filter_settings;
-use crate::forward::{BalanceLayer, EndpointClient, RetryLayer, Split, TimeoutLayer};
-use crate::metrics::{Metrics, RouteLabels};
+use crate::forward::{BalanceLayer, EndpointClient, HashKeyLayer, RetryLayer, Split, TimeoutLayer};
+use crate::metrics::{FaultLabels, Metrics, RouteLabels};
 use crate::request_meta::Outcome;
 use crate::rewrite::{Edits, RewriteLayer};
 use crate::route::ShareableService;
@@ -79,6 +80,25 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
             denied.inc();
         }))
     });
+    let fault = filter_settings::fault(r.fault.as_ref()).map(|settings| {
+        let counter = |kind| {
+            metrics
+                .faults_injected
+                .get_or_create(&FaultLabels {
+                    listener: p.labels.listener.clone(),
+                    route: p.labels.route.clone(),
+                    kind,
+                })
+                .clone()
+        };
+        let (delays, aborts) = (counter("delay"), counter("abort"));
+        FaultLayer::new(settings).on_fault(Arc::new(move |kind| {
+            match kind {
+                FaultKind::Delay => delays.inc(),
+                FaultKind::Abort => aborts.inc(),
+            };
+        }))
+    });
     let answer_reports = AnswerReportsLayer::new(
         AnswerReports {
             report: r.load_report.report,
@@ -94,6 +114,9 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
         .then_unboxed(answer_reports)
         // Who may call this route's models: before anything reads the body or spends a limit.
         .then_unboxed(authorization)
+        // Drills: after authorization (a refused caller stays refused), before the limits (an
+        // injected delay holds no slot, an abort spends no rate).
+        .then(fault)
         // Rate limits, then the in-flight cap: shed before any body is read, and a request over
         // its rate never waits in a queue.
         .then_unboxed(p.rate_limit)
@@ -144,6 +167,15 @@ fn destination(
             .option_layer(
                 r.timeout
                     .map(|t| TimeoutLayer::new(t, cluster.name.clone())),
+            )
+            // The request's hash key (`lb: hash` clusters): once per request, not per attempt,
+            // inside the deadline since `prompt_prefix` may wait for body bytes.
+            .option_layer(
+                cluster
+                    .config
+                    .hash
+                    .as_ref()
+                    .map(|h| HashKeyLayer::new(&h.key)),
             )
             // Retries within the route's budget; only with a retry policy.
             .option_layer(r.retry.as_ref().map(|policy| {
