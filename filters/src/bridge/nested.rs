@@ -241,6 +241,46 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Writes `elems` as nested arrays of `shape` (a bare element for shape `[]`).
+/// The rows of tensors sharing their first (batch) dimension, comma-separated: row `r` of a
+/// lone tensor as its nested slice, of several as an object keyed by their names (V1's row
+/// format, both for `instances` and `predictions`).
+pub(crate) fn write_rows(
+    out: &mut Vec<u8>,
+    batch: usize,
+    tensors: &[(&super::TensorSig, &Tensor<'_>)],
+) -> Result<(), String> {
+    let named = tensors.len() > 1;
+    for row in 0..batch {
+        if row > 0 {
+            out.push(b',');
+        }
+        if named {
+            out.push(b'{');
+        }
+        for (i, (sig, t)) in tensors.iter().enumerate() {
+            let inner = t.shape.get(1..).unwrap_or_default();
+            let step = inner.iter().product::<usize>();
+            let from = row.saturating_mul(step);
+            let part = t
+                .elems
+                .get(from..from.saturating_add(step))
+                .unwrap_or_default();
+            if named {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, &sig.name);
+                out.push(b':');
+            }
+            write_nested(out, inner, part, super::b64_named(sig))?;
+        }
+        if named {
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn write_nested(
     out: &mut Vec<u8>,
     shape: &[usize],

@@ -9,7 +9,8 @@ use crate::translate::TranslateError;
 use crate::translate::json_in::reader::Reader;
 
 use super::nested::{
-    Elem, Nest, Tensor, check, fits, shape, write_flat, write_nested, write_shape, write_str,
+    Elem, Nest, Tensor, check, fits, shape, write_flat, write_nested, write_rows, write_shape,
+    write_str,
 };
 use super::{Budget, Signature, TensorSig, b64_named};
 
@@ -202,35 +203,8 @@ fn write_request(sig: &Signature, inputs: &[(&TensorSig, Tensor<'_>)]) -> Result
         ));
     }
     out.extend_from_slice(b"{\"instances\":[");
-    for row in 0..batch {
-        if row > 0 {
-            out.push(b',');
-        }
-        let named = inputs.len() > 1;
-        if named {
-            out.push(b'{');
-        }
-        for (i, (want, t)) in inputs.iter().enumerate() {
-            let inner = t.shape.get(1..).unwrap_or_default();
-            let step = inner.iter().product::<usize>();
-            let from = row.saturating_mul(step);
-            let part = t
-                .elems
-                .get(from..from.saturating_add(step))
-                .unwrap_or_default();
-            if named {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(&mut out, &want.name);
-                out.push(b':');
-            }
-            write_nested(&mut out, inner, part, b64_named(want))?;
-        }
-        if named {
-            out.push(b'}');
-        }
-    }
+    let tensors: Vec<_> = inputs.iter().map(|(w, t)| (*w, t)).collect();
+    write_rows(&mut out, batch, &tensors)?;
     out.extend_from_slice(b"]}");
     Ok(out)
 }

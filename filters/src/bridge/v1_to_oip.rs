@@ -8,8 +8,8 @@ use crate::translate::TranslateError;
 use crate::translate::json_in::reader::Reader;
 
 use super::nested::{
-    Elem, Nest, Tensor, check, datatype, fits, shape, write_flat, write_nested, write_shape,
-    write_str,
+    Elem, Nest, Tensor, check, datatype, fits, shape, write_flat, write_nested, write_rows,
+    write_shape, write_str,
 };
 use super::{Budget, Signature, TensorSig, b64_named};
 
@@ -209,7 +209,7 @@ pub fn answer(body: &[u8], format: V1Format, limit: u64) -> Result<Vec<u8>, Tran
     }
     let written = match format {
         V1Format::Columnar => write_columnar(&outputs),
-        V1Format::Row => write_rows(&outputs),
+        V1Format::Row => write_predictions(&outputs),
     };
     written.map_err(bad)
 }
@@ -235,7 +235,7 @@ fn write_columnar(outputs: &[(TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String
     Ok(out)
 }
 
-fn write_rows(outputs: &[(TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
+fn write_predictions(outputs: &[(TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
     let batch = outputs
         .first()
         .and_then(|(_, t)| t.shape.first())
@@ -252,35 +252,8 @@ fn write_rows(outputs: &[(TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
     }
     let mut out = Vec::with_capacity(outputs.iter().map(|(_, t)| t.elems.len() * 12 + 32).sum());
     out.extend_from_slice(b"{\"predictions\":[");
-    let named = outputs.len() > 1;
-    for row in 0..batch {
-        if row > 0 {
-            out.push(b',');
-        }
-        if named {
-            out.push(b'{');
-        }
-        for (i, (sig, t)) in outputs.iter().enumerate() {
-            let inner = t.shape.get(1..).unwrap_or_default();
-            let step = inner.iter().product::<usize>();
-            let from = row.saturating_mul(step);
-            let part = t
-                .elems
-                .get(from..from.saturating_add(step))
-                .unwrap_or_default();
-            if named {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(&mut out, &sig.name);
-                out.push(b':');
-            }
-            write_nested(&mut out, inner, part, b64_named(sig))?;
-        }
-        if named {
-            out.push(b'}');
-        }
-    }
+    let tensors: Vec<_> = outputs.iter().map(|(sig, t)| (sig, t)).collect();
+    write_rows(&mut out, batch, &tensors)?;
     out.extend_from_slice(b"]}");
     Ok(out)
 }
