@@ -42,6 +42,7 @@ fn record() -> AccessRecord {
         failure: None,
         peer_identity: None,
         ratelimit: None,
+        tokens: None,
         trace_id: Some(TraceId([0x4b; 16])),
         span_id: Some(SpanId([0x0a; 8])),
     }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Instructions per keep-alive HTTP/1.1 GET through a ferry binary, counted by callgrind: ferry
+# Instructions (or, with TOOL=dhat, heap allocations) per keep-alive HTTP/1.1 GET through a
+# ferry binary, counted by callgrind (dhat): ferry
 # runs bench/configs/ferry.yaml (one worker) twice, serving 200 and then 1,200 requests on one
 # connection; (total(1,200) - total(200)) / 1,000 cancels start-up and shutdown. Deterministic
 # to a fraction of a percent, unlike CPU time on a shared machine.
@@ -42,7 +43,12 @@ count() {
         -e "${RATIO:+s/ # tracing\$//}" -e '/ # tracing$/d' \
         -e "s/@OTLP_PORT@/$otlp/; s/@RATIO@/${RATIO:-0}/" \
         "${CONFIG:-$root/bench/configs/ferry.yaml}" > "$work/ferry.yaml"
-    valgrind --tool=callgrind --callgrind-out-file="$work/cg.$n" \
+    if [ "${TOOL:-callgrind}" = dhat ]; then
+        set -- --tool=dhat --dhat-out-file="$work/cg.$n"
+    else
+        set -- --tool=callgrind --callgrind-out-file="$work/cg.$n"
+    fi
+    valgrind "$@" \
         "$ferry" run --config "$work/ferry.yaml" --worker-threads 1 2> "$work/valgrind.$n.log" &
     local pid=$!
     for _ in $(seq 600); do curl -sf -o /dev/null "http://127.0.0.1:$admin/ready" && break; sleep 0.1; done
@@ -57,12 +63,17 @@ for i in range(int(sys.argv[2])):
 PY
     kill -TERM "$pid"
     wait "$pid" || true
-    awk '/^(summary|totals):/ {print $2; exit}' "$work/cg.$n"
+    if [ "${TOOL:-callgrind}" = dhat ]; then
+        # Heap blocks allocated over the whole run (dhat's JSON: `tbk` of every program point).
+        python3 -c 'import json,sys; print(sum(p["tbk"] for p in json.load(open(sys.argv[1]))["pps"]))' "$work/cg.$n"
+    else
+        awk '/^(summary|totals):/ {print $2; exit}' "$work/cg.$n"
+    fi
 }
 
 small="$(count 200)"
 large="$(count 1200)"
 echo "$ferry $(( (large - small) / 1000 ))"
 if [ -n "${RATIO:-}" ]; then echo "otlp sink: $(curl -s "http://127.0.0.1:$otlp/spans")" >&2; fi
-# CG_KEEP=DIR keeps the two profiles (cg.200, cg.1200) for callgrind_annotate.
+# CG_KEEP=DIR keeps (with TOOL=dhat: dhat's JSON profiles, for dh_view.html) the two profiles (cg.200, cg.1200) for callgrind_annotate.
 if [ -n "${CG_KEEP:-}" ]; then mkdir -p "$CG_KEEP" && cp "$work"/cg.* "$CG_KEEP"/; fi

@@ -35,8 +35,8 @@ pub use self::errors::{Overloaded, RateLimited, StoreUnavailable};
 pub use self::key::KeyPart;
 pub use self::local::{Check, LocalBucket};
 pub use self::rate::{
-    Counter, Decision, Limit, LimitMode, LimitOverride, OnDecision, OnStoreFailure, RateLimit,
-    RateLimitLayer, TokenSettings,
+    Counter, Decision, Limit, LimitMode, LimitOverride, OnDecision, OnStoreFailure, OnUsage,
+    RateLimit, RateLimitLayer, TokenSettings, UsageReport,
 };
 pub use self::usage::{Charge, Usage, find_usage};
 pub use self::window::{LocalWindows, StoreError, StoreFuture, WindowCount, WindowStore};

@@ -33,7 +33,7 @@ mod tests;
 
 pub use check::check;
 pub use format::{json_line, text_line};
-pub use record::{AccessRecord, RateLimitState, RequestText};
+pub use record::{AccessRecord, RateLimitState, RequestText, Tokens};
 pub use writer::FLUSH_WAIT;
 use writer::Sink;
 

@@ -359,8 +359,8 @@ pub fn rate_limit_layer(
             counter("failed_open"),
         ]);
     }
-    let layer =
-        RateLimitLayer::new(r.name.as_str().into(), limits).on_decision(Arc::new(move |i, d| {
+    let layer = RateLimitLayer::new(r.name.as_str().into(), limits)
+        .on_decision(Arc::new(move |i, d| {
             if let Some(c) = counters.get(i) {
                 let slot = match d {
                     Decision::Allowed => 0,
@@ -370,6 +370,11 @@ pub fn rate_limit_layer(
                 };
                 c[slot].inc();
             }
+        }))
+        .on_usage(Arc::new(|ext: &http::Extensions| {
+            // The access record's `input_tokens`/`output_tokens`.
+            let outcome = ext.get::<Arc<crate::request_meta::Outcome>>()?.clone();
+            Some(Box::new(move |usage| outcome.set_usage(usage)))
         }));
     Ok(Some(layer))
 }

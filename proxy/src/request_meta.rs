@@ -39,6 +39,8 @@ pub struct Outcome {
     /// A mutex, not a `OnceLock`: set once per request on every traced route, and
     /// `OnceLock::set` goes through `Once`'s slow path (~80 instructions) each time.
     trace: Mutex<Option<(TraceId, bool)>>,
+    /// The tokens the answer's `usage` reported (routes with token budgets).
+    tokens: Mutex<Option<crate::access_log::Tokens>>,
     /// This hop's recorded server span (set when an attempt opens its client span).
     span: OnceLock<SpanId>,
     /// Request body bytes read so far (the connection's body wrapper counts them).
@@ -114,6 +116,7 @@ impl Outcome {
             forwarded: Mutex::new(None),
             trace: Mutex::new(None),
             span: OnceLock::new(),
+            tokens: Mutex::new(None),
             request_bytes: std::sync::atomic::AtomicU64::new(0),
             access: Mutex::new(None),
             has_access: std::sync::atomic::AtomicBool::new(false),
@@ -139,7 +142,18 @@ impl Outcome {
             route.response_size.observe(response_bytes as f64);
         }
         if let Some(line) = self.take_access() {
-            line.finish(request, response_bytes);
+            let tokens = self.tokens.lock().ok().and_then(|t| *t);
+            line.finish(request, response_bytes, tokens);
+        }
+    }
+
+    /// Records the answer's token usage (read by a route's token budgets).
+    pub fn set_usage(&self, usage: ferry_filters::limits::Usage) {
+        if let Ok(mut t) = self.tokens.lock() {
+            *t = Some(crate::access_log::Tokens {
+                input: usage.prompt,
+                output: usage.completion,
+            });
         }
     }
 

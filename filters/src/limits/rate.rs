@@ -114,6 +114,13 @@ pub enum Decision {
 /// Called once per limit per request: the limit's index in the route's list, and its decision.
 pub type OnDecision = Arc<dyn Fn(usize, Decision) + Send + Sync>;
 
+/// Asked once per request on a route with token budgets, with the request's extensions: what
+/// to tell the answer's token usage once it is read (e.g. the access log's record).
+pub type OnUsage = Arc<dyn Fn(&http::Extensions) -> Option<UsageReport> + Send + Sync>;
+
+/// Told the usage an answer reported, when it reported one.
+pub type UsageReport = Box<dyn FnOnce(super::Usage) + Send>;
+
 /// The route's rate limits.
 #[derive(Clone)]
 pub struct RateLimitLayer {
@@ -122,6 +129,7 @@ pub struct RateLimitLayer {
     /// Whether any limit needs the async step.
     needs_store: bool,
     on_decision: Option<OnDecision>,
+    on_usage: Option<OnUsage>,
 }
 
 impl std::fmt::Debug for RateLimitLayer {
@@ -147,7 +155,14 @@ impl RateLimitLayer {
             limits: limits.into(),
             needs_store,
             on_decision: None,
+            on_usage: None,
         }
+    }
+
+    /// Asks `f` where each metered answer's token usage goes.
+    pub fn on_usage(mut self, f: OnUsage) -> Self {
+        self.on_usage = Some(f);
+        self
     }
 
     /// Calls `f` with each limit's decision.
@@ -403,6 +418,7 @@ where
             state: State::Stored {
                 future: Box::pin(async move {
                     let asks = layer.asks_for_usage();
+                    let on_usage = layer.on_usage.clone();
                     let started = std::time::Instant::now();
                     let decided = layer.decide_stored(pending, tightest).await;
                     // The shared store's round trip: what a global limit adds to a request.
@@ -425,6 +441,10 @@ where
                     // Boxed at once: holding `S::Future` itself across this await trips
                     // rustc's Send inference (its error type's default object lifetime).
                     let hop = HopTrace::of(&req).cloned();
+                    let report = match (&on_usage, charging.is_empty()) {
+                        (Some(f), false) => f(req.extensions()),
+                        _ => None,
+                    };
                     let call: InnerCall<S::Error> = Box::pin(inner.call(req));
                     let mut resp = call.await.map_err(Into::into)?;
                     if let Some(q) = tightest {
@@ -439,6 +459,7 @@ where
                             tail: Tail::default(),
                             charging,
                             hop,
+                            report,
                         }
                         .boxed_unsync()
                     }))
@@ -512,21 +533,31 @@ pin_project_lite::pin_project! {
         charging: Vec<Charging>,
         // The request's recorded hop: the usage read here goes on its span as well.
         hop: Option<Arc<HopTrace>>,
+        // Where the usage read goes besides the budgets (the access record).
+        report: Option<UsageReport>,
     }
 
     impl PinnedDrop for Metered {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
-            charge(this.tail, std::mem::take(this.charging), this.hop.take());
+            charge(this.tail, std::mem::take(this.charging), this.hop.take(), this.report.take());
         }
     }
 }
 
-fn charge(tail: &Tail, charging: Vec<Charging>, hop: Option<Arc<HopTrace>>) {
+fn charge(
+    tail: &Tail,
+    charging: Vec<Charging>,
+    hop: Option<Arc<HopTrace>>,
+    report: Option<UsageReport>,
+) {
     if charging.is_empty() {
         return;
     }
     let usage = tail.usage();
+    if let (Some(report), Some(u)) = (report, usage) {
+        report(u);
+    }
     if let (Some(hop), Some(u)) = (hop, usage) {
         // OpenTelemetry's GenAI conventions; read anyway for the budget, so free here.
         hop.add_attributes([
@@ -576,9 +607,12 @@ impl Body for Metered {
                     this.tail.push(data);
                 }
             }
-            Some(Err(_)) | None => {
-                charge(this.tail, std::mem::take(this.charging), this.hop.take())
-            }
+            Some(Err(_)) | None => charge(
+                this.tail,
+                std::mem::take(this.charging),
+                this.hop.take(),
+                this.report.take(),
+            ),
         }
         Poll::Ready(frame)
     }

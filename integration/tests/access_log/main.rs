@@ -19,3 +19,4 @@ mod reload;
 mod rotation;
 mod sampling;
 mod support;
+mod tokens;

@@ -67,6 +67,10 @@ pub fn json_line(out: &mut Vec<u8>, r: &AccessRecord) {
         json_num(out, b",\"reset_s\":", l.reset_s);
         out.push(b'}');
     }
+    if let Some(t) = r.tokens {
+        json_num(out, b",\"input_tokens\":", t.input);
+        json_num(out, b",\"output_tokens\":", t.output);
+    }
     out.extend_from_slice(b"}\n");
 }
 

@@ -68,6 +68,18 @@ pub struct AccessRecord {
     /// The tightest enforced rate limit's state as ferry answered it (`x-ratelimit-*`), on a
     /// route with rate limits.
     pub ratelimit: Option<RateLimitState>,
+    /// The LLM tokens the answer's `usage` reported, on a route with token budgets (ferry
+    /// reads `usage` only there).
+    pub tokens: Option<Tokens>,
+}
+
+/// An OpenAI-style answer's `usage`: `prompt_tokens` and `completion_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tokens {
+    /// `input_tokens` in the record (`prompt_tokens`).
+    pub input: u64,
+    /// `output_tokens` in the record (`completion_tokens`).
+    pub output: u64,
 }
 
 /// A rate limit's state as the answer's `x-ratelimit-*` headers gave it.

@@ -40,6 +40,7 @@ fn record() -> AccessRecord {
         failure: None,
         peer_identity: None,
         ratelimit: None,
+        tokens: None,
         trace_id: Some(TraceId(
             *b"\x4b\xf9\x2f\x35\x77\xb3\x4d\xa6\xa3\xce\x92\x9d\x0e\x0e\x47\x36",
         )),

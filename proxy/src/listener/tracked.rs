@@ -59,6 +59,10 @@ struct Tracked {
 impl Drop for Tracked {
     fn drop(&mut self) {
         self.gauge.dec();
+        // The inner body first: layers that finish their part of the record when their body
+        // is dropped (token usage, read at the answer's end) do so before the record is
+        // submitted. hyper may stop polling at `is_end_stream` and never poll the end.
+        drop(std::mem::replace(&mut self.inner, crate::body::empty()));
         self.outcome.observe_sizes(self.bytes);
     }
 }

@@ -31,6 +31,7 @@ fn record(id: usize, ttfb_ms: u64, status: u16) -> AccessRecord {
         failure: None,
         peer_identity: None,
         ratelimit: None,
+        tokens: None,
         trace_id: None,
         span_id: None,
     }

@@ -11,7 +11,7 @@ use ferry_filters::failure::Rendered;
 use http::{HeaderMap, Request, Response};
 
 use super::{Forwarded, Outcome};
-use crate::access_log::{AccessLog, AccessRecord, RateLimitState, RequestText};
+use crate::access_log::{AccessLog, AccessRecord, RateLimitState, RequestText, Tokens};
 use crate::body::ProxyBody;
 use crate::headers::X_REQUEST_ID;
 use crate::recent::Recent;
@@ -215,6 +215,7 @@ impl Pending {
             trace_id: outcome.trace(),
             span_id: outcome.span.get().copied(),
             // Only where ferry's limiter set the headers: an upstream's own are not ferry's.
+            tokens: None,
             ratelimit: route
                 .filter(|r| !r.config.rate_limit.is_empty())
                 .and_then(|_| ratelimit(resp?.headers())),
@@ -234,7 +235,8 @@ impl Pending {
     }
 
     /// Completes the record with what the bodies carried and submits it.
-    pub(crate) fn finish(mut self, bytes_in: u64, bytes_out: u64) {
+    pub(crate) fn finish(mut self, bytes_in: u64, bytes_out: u64, tokens: Option<Tokens>) {
+        self.record.tokens = tokens;
         self.record.bytes_in = bytes_in;
         self.record.bytes_out = bytes_out;
         self.record.total = self.started.elapsed();
@@ -267,7 +269,7 @@ pub(super) fn cancelled(targets: Targets, listener: &Arc<str>, seen: Seen, outco
         ttfb,
     );
     let request = outcome.request_bytes.load(Ordering::Relaxed);
-    line.finish(request, 0);
+    line.finish(request, 0, None);
 }
 
 impl Drop for super::Pending {
@@ -341,7 +343,7 @@ impl Drop for Outcome {
             let request = self
                 .request_bytes
                 .load(std::sync::atomic::Ordering::Relaxed);
-            line.finish(request, 0);
+            line.finish(request, 0, None);
         }
     }
 }

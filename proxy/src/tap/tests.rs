@@ -33,6 +33,7 @@ fn record(route: &str, status: u16, authority: &str) -> AccessRecord {
         trace_id: None,
         span_id: None,
         ratelimit: None,
+        tokens: None,
     }
 }
 
