@@ -28,7 +28,7 @@ pub fn track(
 ) -> ProxyBody {
     gauge.inc();
     Tracked {
-        inner: body,
+        inner: Some(body),
         gauge,
         _active: active,
         outcome,
@@ -49,7 +49,8 @@ pub(super) fn request_body(body: Incoming, outcome: Arc<Outcome>) -> ProxyBody {
 }
 
 struct Tracked {
-    inner: ProxyBody,
+    /// `None` only while dropping (see `Drop`).
+    inner: Option<ProxyBody>,
     gauge: prometheus_client::metrics::gauge::Gauge,
     _active: super::ActiveGuard,
     outcome: Arc<Outcome>,
@@ -62,7 +63,7 @@ impl Drop for Tracked {
         // The inner body first: layers that finish their part of the record when their body
         // is dropped (token usage, read at the answer's end) do so before the record is
         // submitted. hyper may stop polling at `is_end_stream` and never poll the end.
-        drop(std::mem::replace(&mut self.inner, crate::body::empty()));
+        drop(self.inner.take());
         self.outcome.observe_sizes(self.bytes);
     }
 }
@@ -75,7 +76,10 @@ impl Body for Tracked {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        let Some(inner) = self.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let frame = ready!(Pin::new(inner).poll_frame(cx));
         if let Some(Ok(f)) = &frame {
             if let Some(data) = f.data_ref() {
                 self.bytes += data.len() as u64;
@@ -87,11 +91,13 @@ impl Body for Tracked {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.as_ref().is_none_or(Body::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
     }
 }
 
