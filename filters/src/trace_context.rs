@@ -142,7 +142,7 @@ pub fn inject(
     let flag = if sampled { b'1' } else { b'0' };
     // Hex and dashes are always a valid header value.
     let set = |headers: &mut HeaderMap, name: &HeaderName, value: &[u8]| {
-        if let Ok(v) = HeaderValue::from_bytes(value) {
+        if let Some(v) = carved_value(value) {
             headers.insert(name.clone(), v);
         }
     };
@@ -212,6 +212,29 @@ pub fn ip_text(ip: std::net::IpAddr) -> String {
         }
         std::net::IpAddr::V6(v6) => v6.to_string(),
     }
+}
+
+thread_local! {
+    /// Propagated header values are carved out of one buffer per thread: an unsampled request
+    /// writes a context too (so the model server follows this hop's decision rather than
+    /// sampling on its own), and a `HeaderValue` of its own would be an allocation per request.
+    static VALUES: std::cell::RefCell<bytes::BytesMut> =
+        std::cell::RefCell::new(bytes::BytesMut::new());
+}
+
+/// Each buffer holds this many bytes of values (~70 `traceparent`s); a value still in use
+/// keeps its buffer alive, and nothing more.
+const VALUE_BUFFER: usize = 4096;
+
+fn carved_value(value: &[u8]) -> Option<HeaderValue> {
+    VALUES.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        if buf.capacity() < value.len() {
+            *buf = bytes::BytesMut::with_capacity(VALUE_BUFFER.max(value.len()));
+        }
+        buf.extend_from_slice(value);
+        HeaderValue::from_maybe_shared(buf.split().freeze()).ok()
+    })
 }
 
 /// Lower-case hex of every byte value: one lookup a byte.

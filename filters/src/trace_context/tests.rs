@@ -144,3 +144,38 @@ fn ip_text_matches_display() {
     }
     assert_eq!(super::join_name("GET", "default"), "GET default");
 }
+
+#[test]
+fn values_carved_from_one_buffer_stay_independent() {
+    // Far more values than one buffer holds: each must keep its own bytes after the buffer
+    // moves on (and is replaced), so a value held by a long request never changes.
+    let values: Vec<_> = (0..500u16)
+        .map(|i| {
+            let mut headers = http::HeaderMap::new();
+            let mut trace = [0u8; 16];
+            trace[14..].copy_from_slice(&i.to_be_bytes());
+            trace[0] = 1;
+            super::inject(
+                &mut headers,
+                &[super::Propagation::W3c],
+                super::TraceId(trace),
+                super::SpanId([2; 8]),
+                i % 2 == 0,
+                None,
+            );
+            (i, headers)
+        })
+        .collect();
+    for (i, headers) in values {
+        let want = format!(
+            "00-01{}{:04x}-0202020202020202-0{}",
+            "0".repeat(26),
+            i,
+            u8::from(i % 2 == 0)
+        );
+        assert_eq!(
+            headers.get("traceparent").and_then(|v| v.to_str().ok()),
+            Some(want.as_str())
+        );
+    }
+}
