@@ -241,6 +241,29 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Writes `elems` as nested arrays of `shape` (a bare element for shape `[]`).
+/// OIP tensors (`{"name","datatype","shape","data"}` objects, comma-separated): the inputs
+/// of a request to a v2 server, or the outputs of an answer to a v2 caller.
+pub(crate) fn write_oip_tensors(
+    out: &mut Vec<u8>,
+    tensors: &[(&super::TensorSig, Tensor<'_>)],
+) -> Result<(), String> {
+    for (i, (sig, t)) in tensors.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"name\":");
+        write_str(out, &sig.name);
+        out.extend_from_slice(b",\"datatype\":\"");
+        out.extend_from_slice(sig.datatype.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"shape\":");
+        write_shape(out, &t.shape);
+        out.extend_from_slice(b",\"data\":");
+        write_flat(out, &t.elems, false)?;
+        out.push(b'}');
+    }
+    Ok(())
+}
+
 /// The rows of tensors sharing their first (batch) dimension, comma-separated: row `r` of a
 /// lone tensor as its nested slice, of several as an object keyed by their names (V1's row
 /// format, both for `instances` and `predictions`).

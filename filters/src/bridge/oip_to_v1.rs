@@ -9,8 +9,7 @@ use crate::translate::TranslateError;
 use crate::translate::json_in::reader::Reader;
 
 use super::nested::{
-    Elem, Nest, Tensor, check, fits, shape, write_flat, write_nested, write_rows, write_shape,
-    write_str,
+    Elem, Nest, Tensor, check, fits, shape, write_nested, write_oip_tensors, write_rows, write_str,
 };
 use super::{Budget, Signature, TensorSig, b64_named};
 
@@ -320,20 +319,7 @@ fn write_answer(call: &OipCall, outputs: &[(&TensorSig, Tensor<'_>)]) -> Result<
         write_str(&mut out, id);
     }
     out.extend_from_slice(b",\"outputs\":[");
-    for (i, (want, t)) in outputs.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"name\":");
-        write_str(&mut out, &want.name);
-        out.extend_from_slice(b",\"datatype\":\"");
-        out.extend_from_slice(want.datatype.as_str().as_bytes());
-        out.extend_from_slice(b"\",\"shape\":");
-        write_shape(&mut out, &t.shape);
-        out.extend_from_slice(b",\"data\":");
-        write_flat(&mut out, &t.elems, false)?;
-        out.push(b'}');
-    }
+    write_oip_tensors(&mut out, outputs)?;
     out.extend_from_slice(b"]}");
     Ok(out)
 }

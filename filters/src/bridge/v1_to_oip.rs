@@ -8,8 +8,8 @@ use crate::translate::TranslateError;
 use crate::translate::json_in::reader::Reader;
 
 use super::nested::{
-    Elem, Nest, Tensor, check, datatype, fits, shape, write_flat, write_nested, write_rows,
-    write_shape, write_str,
+    Elem, Nest, Tensor, check, datatype, fits, shape, write_nested, write_oip_tensors, write_rows,
+    write_str,
 };
 use super::{Budget, Signature, TensorSig, b64_named};
 
@@ -134,20 +134,7 @@ fn count(seen: &mut [usize], i: usize) {
 fn write_request(tensors: &[(&TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(tensors.iter().map(|(_, t)| t.elems.len() * 12 + 96).sum());
     out.extend_from_slice(b"{\"inputs\":[");
-    for (i, (want, t)) in tensors.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"name\":");
-        write_str(&mut out, &want.name);
-        out.extend_from_slice(b",\"datatype\":\"");
-        out.extend_from_slice(want.datatype.as_str().as_bytes());
-        out.extend_from_slice(b"\",\"shape\":");
-        write_shape(&mut out, &t.shape);
-        out.extend_from_slice(b",\"data\":");
-        write_flat(&mut out, &t.elems, false)?;
-        out.push(b'}');
-    }
+    write_oip_tensors(&mut out, tensors)?;
     out.extend_from_slice(b"]}");
     Ok(out)
 }
