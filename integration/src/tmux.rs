@@ -65,15 +65,21 @@ impl Tmux {
     /// the pane), `None` while it runs.
     pub async fn exit_status(&self) -> anyhow::Result<Option<i32>> {
         let out = self
-            .run(&["display-message", "-p", "#{pane_dead} #{pane_dead_status}"])
+            .run(&[
+                "display-message",
+                "-p",
+                "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}",
+            ])
             .await?;
-        let mut parts = out.split_whitespace();
+        let mut parts = out.trim().split('|');
         if parts.next() != Some("1") {
             return Ok(None);
         }
-        Ok(Some(
-            parts.next().and_then(|s| s.parse().ok()).unwrap_or(-1),
-        ))
+        // tmux marks the pane dead when its terminal closes, which can come before it has
+        // reaped the process: no status yet means "ask again" (a CI run read it as -1).
+        let status = parts.next().and_then(|s| s.parse().ok());
+        let signal = parts.next().and_then(|s| s.parse::<i32>().ok());
+        Ok(status.or(signal.map(|sig| 128 + sig)))
     }
 
     async fn run(&self, args: &[&str]) -> anyhow::Result<String> {
