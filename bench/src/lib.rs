@@ -17,6 +17,7 @@ pub mod machine;
 pub mod mtls;
 pub mod otlp_sink;
 pub mod peers;
+pub mod ports;
 pub mod procfs;
 pub mod redis;
 pub mod relay;

@@ -2,7 +2,7 @@
 //! started pinned to core 1 with one worker, and stopped (its whole process tree, by pid) when
 //! dropped, so an error anywhere still leaves nothing running.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::configs::{self, Ports};
 use crate::error::{BenchError, IoContext, Result};
 use crate::loadgen::{Conn, Proto, RequestSpec};
+pub use crate::ports::free_port;
 use crate::procfs;
 
 /// The core the proxy under test runs on (the load generator and upstream share core 0).
@@ -148,26 +149,6 @@ pub fn with_baseline(targets: &[Kind]) -> Vec<Kind> {
         .map_or(out.len(), |i| i + 1);
     out.insert(at, Kind::FerryBase);
     out
-}
-
-/// A free loopback port (bound to port 0, then released for a peer's config file), never one
-/// this process handed out before: the kernel may offer a just-released port again, and two
-/// of one config's addresses then collide (a CI smoke run failed so: admin and listener on
-/// one port).
-pub fn free_port() -> Result<u16> {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    for _ in 0..64 {
-        let l = TcpListener::bind("127.0.0.1:0").ctx(|| "binding 127.0.0.1:0".into())?;
-        let port = l.local_addr().ctx(|| "local_addr".into())?.port();
-        let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
-        if !given.contains(&port) {
-            given.push(port);
-            return Ok(port);
-        }
-    }
-    Err(BenchError::Process(
-        "no loopback port that was not handed out already".into(),
-    ))
 }
 
 fn loopback(port: u16) -> SocketAddr {

@@ -20,6 +20,7 @@ mod concurrency;
 mod errors;
 mod key;
 mod local;
+mod metered;
 mod rate;
 mod stream_usage;
 mod usage;
