@@ -16,6 +16,8 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 #[derive(Debug)]
 pub struct Tmux {
     socket: String,
+    /// Holds `status`, which the wrapping shell writes when the command exits.
+    dir: tempfile::TempDir,
 }
 
 /// Installs tmux once per test process; a missing peer fails the test.
@@ -40,9 +42,31 @@ impl Tmux {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let tmux = Tmux { socket };
+        let dir = tempfile::tempdir()?;
+        let status = dir.path().join("status");
+        let status = status
+            .to_str()
+            .context("a UTF-8 temporary path")?
+            .to_owned();
+        let tmux = Tmux { socket, dir };
         let (w, h) = (width.to_string(), height.to_string());
-        let mut args = vec!["new-session", "-d", "-x", &w, "-y", &h];
+        // The command runs under a shell that waits for it and writes its exit status: tmux
+        // 3.3a sometimes leaves its pane's exited process unreaped (a zombie, `pane_dead` set
+        // and no `pane_dead_status`) for as long as the server lives, so its status cannot be
+        // asked of tmux.
+        let script = format!("\"$@\"; echo $? > '{status}.part' && mv '{status}.part' '{status}'");
+        let mut args = vec![
+            "new-session",
+            "-d",
+            "-x",
+            &w,
+            "-y",
+            &h,
+            "sh",
+            "-c",
+            &script,
+            "sh",
+        ];
         args.extend_from_slice(command);
         tmux.run(&args).await?;
         // Keep the pane once the command exits, so its last screen can still be read.
@@ -61,25 +85,15 @@ impl Tmux {
         self.run(&["send-keys", keys]).await.map(|_| ())
     }
 
-    /// The exit status of the pane's command once it has exited (`remain-on-exit` keeps
-    /// the pane), `None` while it runs.
+    /// The exit status of the pane's command once it has exited, `None` while it runs.
     pub async fn exit_status(&self) -> anyhow::Result<Option<i32>> {
-        let out = self
-            .run(&[
-                "display-message",
-                "-p",
-                "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}",
-            ])
-            .await?;
-        let mut parts = out.trim().split('|');
-        if parts.next() != Some("1") {
-            return Ok(None);
+        match tokio::fs::read_to_string(self.dir.path().join("status")).await {
+            Ok(text) => Ok(Some(text.trim().parse().with_context(|| {
+                format!("the exit status {text:?} is not a number")
+            })?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
         }
-        // tmux marks the pane dead when its terminal closes, which can come before it has
-        // reaped the process: no status yet means "ask again" (a CI run read it as -1).
-        let status = parts.next().and_then(|s| s.parse().ok());
-        let signal = parts.next().and_then(|s| s.parse::<i32>().ok());
-        Ok(status.or(signal.map(|sig| 128 + sig)))
     }
 
     async fn run(&self, args: &[&str]) -> anyhow::Result<String> {
