@@ -23,10 +23,13 @@ use crate::tap::Taps;
 
 mod access;
 mod answer;
+mod capture;
 mod future;
+mod late;
 mod recorder;
 
-use access::{Capture, Pending as PendingLine};
+use access::Pending as PendingLine;
+use capture::Capture;
 pub use future::ResponseFuture;
 
 /// What inner layers learned about one request.
@@ -52,6 +55,8 @@ pub struct Outcome {
     has_access: std::sync::atomic::AtomicBool,
     /// The route's `/stats` in-flight mark, removed when the answer ends (this drops).
     in_flight: OnceLock<crate::stats::InFlight>,
+    /// A gRPC answer with no record yet, until its trailers' status is known.
+    late: Mutex<Option<late::Late>>,
 }
 
 /// Where a request went.
@@ -121,6 +126,7 @@ impl Outcome {
             access: Mutex::new(None),
             has_access: std::sync::atomic::AtomicBool::new(false),
             in_flight: OnceLock::new(),
+            late: Mutex::new(None),
         }
     }
 

@@ -27,6 +27,9 @@ use crate::pb::inference::{ModelInferRequest, ModelInferResponse};
 pub const DELAY_KEY: &str = "x-test-delay-ms";
 /// Metadata key that makes the call fail with this numeric gRPC code.
 pub const STATUS_KEY: &str = "x-test-grpc-status";
+/// Metadata key: `ServerStream` sends its replies, then ends with this gRPC status in the
+/// trailers (a failure after the response headers said nothing was wrong).
+pub const TRAILER_STATUS_KEY: &str = "x-test-trailer-grpc-status";
 
 /// A running gRPC upstream.
 #[derive(Debug)]
@@ -174,10 +177,21 @@ impl Echo for EchoSvc {
     ) -> Result<Response<Self::ServerStreamStream>, Status> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         steer(&req).await?;
+        let last = req
+            .metadata()
+            .get(TRAILER_STATUS_KEY)
+            .and_then(|v| v.to_str().ok()?.parse::<i32>().ok())
+            .map(|code| {
+                Err(Status::new(
+                    tonic::Code::from_i32(code),
+                    "trailer status requested by the test",
+                ))
+            });
         let msg = req.into_inner();
         let this = self.clone();
         let replies = (1..=u64::from(msg.repeat))
-            .map(move |i| Ok(this.reply(format!("{}#{i}", msg.message), i)));
+            .map(move |i| Ok(this.reply(format!("{}#{i}", msg.message), i)))
+            .chain(last);
         Ok(Response::new(Box::pin(futures_util::stream::iter(replies))))
     }
 

@@ -1,5 +1,5 @@
 //! The access record of one request, in two steps: what the request said, copied when it
-//! arrives ([`Seen`], only when the listener has an access log), and the record built when the
+//! arrives (`capture`), and the record built when the
 //! response headers are ready ([`Pending`]), finished by the response body's end (bytes sent,
 //! the trailers' gRPC status, total time) and then submitted.
 
@@ -8,46 +8,15 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use ferry_filters::failure::Rendered;
-use http::{HeaderMap, Request, Response};
+use http::{HeaderMap, Response};
 
+use super::capture::Seen;
 use super::{Forwarded, Outcome};
-use crate::access_log::{AccessLog, AccessRecord, RateLimitState, RequestText, Tokens};
+use crate::access_log::{AccessLog, AccessRecord, RateLimitState, Tokens};
 use crate::body::ProxyBody;
-use crate::headers::X_REQUEST_ID;
 use crate::recent::Recent;
+use crate::route::RouteEntry;
 use crate::tap::Taps;
-
-/// What the record needs from the request, copied before the request moves on (one
-/// allocation: the texts share a buffer).
-#[derive(Debug)]
-pub(super) struct Seen {
-    protocol: http::Version,
-    method: http::Method,
-    request: RequestText,
-    grpc: bool,
-    peer_identity: Option<Arc<str>>,
-}
-
-/// What the record of a request would need, held as handles (reference counts on the
-/// request's own buffers, no copy) until the answer shows whether a record is wanted: with no
-/// access-log sink only `/recent` may want it.
-#[derive(Debug)]
-pub(super) struct Glance {
-    protocol: http::Version,
-    method: http::Method,
-    uri: http::Uri,
-    host: Option<http::HeaderValue>,
-    request_id: Option<http::HeaderValue>,
-    grpc: bool,
-    peer_identity: Option<Arc<str>>,
-}
-
-/// The request as seen: copied (a sink will write a record) or glanced at.
-#[derive(Debug)]
-pub(super) enum Capture {
-    Seen(Seen),
-    Glance(Glance),
-}
 
 /// Where a finished record goes.
 #[derive(Debug)]
@@ -58,6 +27,16 @@ pub(super) struct Targets {
     pub(super) taps: Option<Arc<Taps>>,
 }
 
+/// What the record takes from the response headers.
+#[derive(Debug)]
+pub(super) struct Head {
+    status: u16,
+    grpc_status: Option<u32>,
+    /// The reason ferry answered itself.
+    failure: Option<&'static str>,
+    ratelimit: Option<RateLimitState>,
+}
+
 /// A record waiting for its response body to end.
 #[derive(Debug)]
 pub(crate) struct Pending {
@@ -66,90 +45,29 @@ pub(crate) struct Pending {
     targets: Targets,
 }
 
-// === impl Seen ===
+// === impl Head ===
 
-impl Seen {
-    pub(super) fn of<B>(req: &Request<B>) -> Self {
-        let headers = req.headers();
-        let authority = match req.uri().authority() {
-            Some(a) => Some(a.as_str()),
-            None => headers
-                .get(http::header::HOST)
-                .and_then(|h| h.to_str().ok()),
-        };
-        let request_id = headers.get(&X_REQUEST_ID).and_then(|v| v.to_str().ok());
-        Seen {
-            protocol: req.version(),
-            method: req.method().clone(),
-            request: RequestText::new(req.uri().path(), authority, request_id),
-            grpc: ferry_filters::failure::is_grpc(headers),
-            peer_identity: ferry_filters::connection::Connection::of(req)
-                .and_then(|c| c.identity.as_ref())
-                .map(|i| i.0.clone()),
-        }
-    }
-}
-
-// === impl Glance ===
-
-impl Glance {
-    fn of<B>(req: &Request<B>) -> Self {
-        let headers = req.headers();
-        Glance {
-            protocol: req.version(),
-            method: req.method().clone(),
-            uri: req.uri().clone(),
-            host: headers.get(http::header::HOST).cloned(),
-            request_id: headers.get(&X_REQUEST_ID).cloned(),
-            grpc: ferry_filters::failure::is_grpc(headers),
-            peer_identity: ferry_filters::connection::Connection::of(req)
-                .and_then(|c| c.identity.as_ref())
-                .map(|i| i.0.clone()),
-        }
-    }
-}
-
-// === impl Capture ===
-
-impl Capture {
-    /// Copies the request's texts when a sink will want them, else glances.
-    pub(super) fn of<B>(req: &Request<B>, sink: bool) -> Self {
-        if sink {
-            Capture::Seen(Seen::of(req))
-        } else {
-            Capture::Glance(Glance::of(req))
+impl Head {
+    /// What `resp`, the answer on `route`, says.
+    pub(super) fn of(resp: &Response<ProxyBody>, route: Option<&RouteEntry>) -> Self {
+        Head {
+            status: resp.status().as_u16(),
+            grpc_status: grpc_status(resp.headers()),
+            failure: resp.extensions().get::<Rendered>().map(|r| r.0),
+            // Only where ferry's limiter set the headers: an upstream's own are not ferry's.
+            ratelimit: route
+                .filter(|r| !r.config.rate_limit.is_empty())
+                .and_then(|_| ratelimit(resp.headers())),
         }
     }
 
-    /// The request's `:authority` or `Host`, without copying it.
-    pub(super) fn authority(&self) -> Option<&str> {
-        match self {
-            Capture::Seen(s) => s.request.authority(),
-            Capture::Glance(g) => match g.uri.authority() {
-                Some(a) => Some(a.as_str()),
-                None => g.host.as_ref().and_then(|h| h.to_str().ok()),
-            },
-        }
-    }
-
-    /// The texts, copied now if they were only glanced at.
-    pub(super) fn seen(self) -> Seen {
-        match self {
-            Capture::Seen(s) => s,
-            Capture::Glance(g) => {
-                let authority = match g.uri.authority() {
-                    Some(a) => Some(a.as_str()),
-                    None => g.host.as_ref().and_then(|h| h.to_str().ok()),
-                };
-                let request_id = g.request_id.as_ref().and_then(|v| v.to_str().ok());
-                Seen {
-                    protocol: g.protocol,
-                    method: g.method,
-                    request: RequestText::new(g.uri.path(), authority, request_id),
-                    grpc: g.grpc,
-                    peer_identity: g.peer_identity,
-                }
-            }
+    /// An upstream's answer with `status` whose trailers said `grpc_status`.
+    pub(super) fn trailed(status: u16, grpc_status: u32) -> Self {
+        Head {
+            status,
+            grpc_status: Some(grpc_status),
+            failure: None,
+            ratelimit: None,
         }
     }
 }
@@ -164,7 +82,7 @@ impl Pending {
         seen: Seen,
         outcome: &Outcome,
         forwarded: Option<&Forwarded>,
-        resp: Option<&Response<ProxyBody>>,
+        head: Option<Head>,
         ttfb: Duration,
     ) -> Self {
         let route = outcome.route.get();
@@ -195,8 +113,8 @@ impl Pending {
             method: seen.method,
             request: seen.request,
             grpc: seen.grpc,
-            status: resp.map(|r| r.status().as_u16()),
-            grpc_status: resp.and_then(|r| grpc_status(r.headers())),
+            status: head.as_ref().map(|h| h.status),
+            grpc_status: head.as_ref().and_then(|h| h.grpc_status),
             translate: route
                 .and_then(|r| r.config.translate.as_ref())
                 .map(|t| t.direction.label()),
@@ -207,18 +125,15 @@ impl Pending {
             upstream_duration: forwarded.map(|f| f.upstream_duration),
             ferry_duration,
             attempts: forwarded.map_or(0, |f| f.attempts),
-            failure: match resp {
-                Some(r) => r.extensions().get::<Rendered>().map(|r| r.0),
+            failure: match &head {
+                Some(h) => h.failure,
                 None => Some(CANCELLED),
             },
             peer_identity: seen.peer_identity,
             trace_id: outcome.trace(),
             span_id: outcome.span.get().copied(),
-            // Only where ferry's limiter set the headers: an upstream's own are not ferry's.
             tokens: None,
-            ratelimit: route
-                .filter(|r| !r.config.rate_limit.is_empty())
-                .and_then(|_| ratelimit(resp?.headers())),
+            ratelimit: head.and_then(|h| h.ratelimit),
         };
         Pending {
             record,
@@ -301,16 +216,19 @@ impl Drop for super::Pending {
 impl Outcome {
     /// Notes the answer's trailers (their `grpc-status`) for the access record.
     pub fn observe_trailers(&self, trailers: &http::HeaderMap) {
-        // A streamed gRPC answer fails in its trailers: its `/stats` rows learn it now.
-        if grpc_status(trailers).is_some_and(|c| crate::stats::is_failure(0, Some(c)))
-            && let Some(route) = self.route.get()
+        // A streamed gRPC answer fails in its trailers: its `/stats` rows learn it now, and
+        // `/recent` and the taps get the record the response headers did not call for.
+        if let Some(code) = grpc_status(trailers).filter(|&c| crate::stats::is_failure(0, Some(c)))
         {
-            route.state.stats.late_failure();
-            if let Ok(f) = self.forwarded.lock()
-                && let Some(f) = f.as_ref()
-            {
-                f.stats.late_failure();
+            if let Some(route) = self.route.get() {
+                route.state.stats.late_failure();
+                if let Ok(f) = self.forwarded.lock()
+                    && let Some(f) = f.as_ref()
+                {
+                    f.stats.late_failure();
+                }
             }
+            self.failed_in_trailers(code);
         }
         if !self.has_access.load(Ordering::Acquire) {
             return;
@@ -357,7 +275,7 @@ fn ratelimit(headers: &HeaderMap) -> Option<RateLimitState> {
     })
 }
 
-fn grpc_status(headers: &HeaderMap) -> Option<u32> {
+pub(super) fn grpc_status(headers: &HeaderMap) -> Option<u32> {
     headers
         .get("grpc-status")
         .and_then(|v| v.to_str().ok())

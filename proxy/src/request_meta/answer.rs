@@ -13,6 +13,8 @@ use crate::body::ProxyBody;
 #[derive(Debug)]
 pub(super) struct Answer {
     pub(super) failed: bool,
+    /// Whether the headers carried the gRPC status (a trailers-only answer).
+    pub(super) status_known: bool,
     limited: bool,
     pub(super) rendered: Option<&'static str>,
 }
@@ -29,6 +31,7 @@ impl Answer {
             .get::<ferry_filters::failure::Rendered>()
             .map(|r| r.0);
         Answer {
+            status_known: grpc.is_some(),
             failed: crate::stats::is_failure(code, grpc),
             // Only ferry's own 429/503 answers can be its limits'.
             limited: matches!(code, 429 | 503) && crate::stats::is_limited(rendered),

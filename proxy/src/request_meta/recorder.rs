@@ -1,12 +1,15 @@
 //! Where a finished request goes: its metrics and `/stats` counts, then (only when some
 //! target wants it) its access record for the log, `/recent` and the taps.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::Response;
 
-use super::access::{Capture, Pending as PendingLine, Targets};
+use super::access::{Head, Pending as PendingLine, Targets};
 use super::answer::Answer;
+use super::capture::Capture;
+use super::late::Late;
 use super::{Outcome, Recorder};
 use crate::body::ProxyBody;
 use crate::metrics::{Name, RequestLabels, RouteLabels, TraceExemplar, TraceHex};
@@ -16,7 +19,7 @@ use crate::tap::Facts;
 
 impl Recorder {
     pub(super) fn record(
-        &self,
+        self: &Arc<Self>,
         resp: &Response<ProxyBody>,
         start: Instant,
         outcome: &Outcome,
@@ -81,6 +84,14 @@ impl Recorder {
         };
         let failed = answer.failed || answer.rendered.is_some();
         let Some(targets) = self.targets(outcome, Some(code), failed, duration, &seen) else {
+            if seen.grpc() && !answer.status_known {
+                outcome.wait_for_trailers(Late {
+                    capture: seen,
+                    recorder: self.clone(),
+                    status: code,
+                    ttfb: duration,
+                });
+            }
             return;
         };
         let line = PendingLine::new(
@@ -89,7 +100,7 @@ impl Recorder {
             seen.seen(),
             outcome,
             forwarded.as_ref(),
-            Some(resp),
+            Some(Head::of(resp, outcome.route.get().map(|r| &**r))),
             duration,
         );
         if let Ok(mut slot) = outcome.access.lock() {
