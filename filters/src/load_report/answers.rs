@@ -7,8 +7,8 @@
 //!   counts until its answer's body ends, so a long stream counts for its whole length) and `q`
 //!   those of them waiting for a concurrency slot for the same model. An outbound ferry
 //!   balancing with `lb.load_report.metric: named_metrics.ferry_inflight` then steers by how
-//!   busy each replica really is, whatever serves the model. An upstream TEXT report is kept
-//!   and ferry's metrics appended to it, so a balancer may read either.
+//!   busy each replica really is, whatever serves the model. An upstream TEXT or JSON report is
+//!   kept and ferry's metrics merged into it, so a balancer may read either.
 //! - **strip**: `endpoint-load-metrics*` headers and trailers from the upstream are removed,
 //!   for callers outside the mesh (they say how full each GPU is).
 //!
@@ -195,23 +195,50 @@ fn strip(headers: &mut HeaderMap) {
     headers.remove(HEADER_BIN);
 }
 
-/// Adds ferry's metrics to the answer's report: appended to an upstream TEXT report, or as
-/// the report when there is none. An upstream JSON report is left alone (one header, one form).
+/// Adds ferry's metrics to the answer's report, in the upstream report's own form: appended to
+/// a TEXT report, put into a JSON report's `named_metrics` (ferry's names win over the
+/// upstream's same names), or as a TEXT report when there is none. A report ferry cannot read
+/// (not text, malformed JSON, over the size bound) is left as it is: one header, one form.
 fn add_own(headers: &mut HeaderMap, in_flight: u64, queued: u32) {
-    let own = super::text_report([
+    let metrics = [
         (IN_FLIGHT_METRIC, in_flight as f64),
         (QUEUED_METRIC, f64::from(queued)),
-    ]);
+    ];
     let value = match headers.get(HEADER).map(HeaderValue::to_str) {
-        None => own,
+        None => super::text_report(metrics),
+        Some(Ok(text)) if text.len() > super::MAX_REPORT => return,
         Some(Ok(text)) if text.starts_with("TEXT ") => {
+            let own = super::text_report(metrics);
             format!("{text}, {}", own.trim_start_matches("TEXT "))
+        }
+        Some(Ok(text)) if text.starts_with("JSON ") => {
+            match merge_json(text.trim_start_matches("JSON "), metrics) {
+                Some(merged) => merged,
+                None => return,
+            }
         }
         Some(_) => return,
     };
     if let Ok(v) = HeaderValue::try_from(value) {
         headers.insert(HEADER, v);
     }
+}
+
+/// `report` (proto3 JSON of an OrcaLoadReport) with `metrics` set in its `named_metrics`.
+fn merge_json<'a>(
+    report: &str,
+    metrics: impl IntoIterator<Item = (&'a str, f64)>,
+) -> Option<String> {
+    let mut report: serde_json::Value = serde_json::from_str(report).ok()?;
+    let named = report
+        .as_object_mut()?
+        .entry("named_metrics")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()))
+        .as_object_mut()?;
+    for (name, value) in metrics {
+        named.insert(name.to_owned(), serde_json::Value::from(value));
+    }
+    Some(format!("JSON {report}"))
 }
 
 #[cfg(test)]

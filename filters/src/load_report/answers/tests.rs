@@ -112,31 +112,48 @@ async fn ferry_reports_the_other_requests_in_flight_until_their_bodies_end() {
     assert_eq!(in_flight(&third), Some(0.0), "both earlier bodies are over");
 }
 
+/// The answer of a report layer in front of an upstream answering with `report`.
+async fn reported_over(report: &'static str) -> Response<TranslateBody> {
+    let svc = layer(true, false).layer(tower::service_fn(move |_: Request<()>| async move {
+        Ok::<_, Infallible>(answer(&[(HEADER, report)], false))
+    }));
+    svc.oneshot(Request::new(())).await.unwrap()
+}
+
 #[tokio::test]
-async fn ferry_appends_to_an_upstream_text_report_and_leaves_json_alone() {
-    let svc = layer(true, false).layer(tower::service_fn(|_: Request<()>| async {
-        Ok::<_, Infallible>(answer(
-            &[(HEADER, "TEXT named_metrics.kv_cache_usage_perc=0.7")],
-            false,
-        ))
-    }));
-    let resp = svc.oneshot(Request::new(())).await.unwrap();
-    assert_eq!(
-        metric(
-            resp.headers(),
-            &MetricName::Named("kv_cache_usage_perc".into())
-        ),
-        Some(0.7)
-    );
+async fn ferry_merges_its_metrics_into_an_upstream_text_or_json_report() {
+    let kv = MetricName::Named("kv_cache_usage_perc".into());
+    let resp = reported_over("TEXT named_metrics.kv_cache_usage_perc=0.7").await;
+    assert_eq!(metric(resp.headers(), &kv), Some(0.7));
     assert_eq!(in_flight(&resp), Some(0.0));
-    let svc = layer(true, false).layer(tower::service_fn(|_: Request<()>| async {
-        Ok::<_, Infallible>(answer(
-            &[(HEADER, "JSON {\"cpu_utilization\": 0.5}")],
-            false,
-        ))
-    }));
-    let resp = svc.oneshot(Request::new(())).await.unwrap();
-    assert_eq!(resp.headers()[HEADER], "JSON {\"cpu_utilization\": 0.5}");
+
+    // JSON: ferry's names join the upstream's in `named_metrics`, the rest is kept.
+    let resp = reported_over(
+        r#"JSON {"cpu_utilization": 0.5, "named_metrics": {"kv_cache_usage_perc": 0.25}}"#,
+    )
+    .await;
+    assert_eq!(metric(resp.headers(), &kv), Some(0.25));
+    assert_eq!(in_flight(&resp), Some(0.0));
+    let cpu: MetricName = "cpu_utilization".parse().unwrap();
+    assert_eq!(metric(resp.headers(), &cpu), Some(0.5));
+    let queued = MetricName::Named(QUEUED_METRIC.into());
+    assert_eq!(metric(resp.headers(), &queued), Some(0.0));
+
+    // A JSON report without `named_metrics` gets one.
+    let resp = reported_over(r#"JSON {"cpu_utilization": 0.5}"#).await;
+    assert_eq!(in_flight(&resp), Some(0.0));
+    assert_eq!(metric(resp.headers(), &cpu), Some(0.5));
+
+    // One ferry cannot read is left as the upstream sent it.
+    for unreadable in [
+        "JSON {not json",
+        "JSON [1, 2]",
+        r#"JSON {"named_metrics": 3}"#,
+        "CSV a=1",
+    ] {
+        let resp = reported_over(unreadable).await;
+        assert_eq!(resp.headers()[HEADER], unreadable);
+    }
 }
 
 #[tokio::test]
