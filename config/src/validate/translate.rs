@@ -58,10 +58,10 @@ pub(super) fn translate(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> 
         Some(d) => signature(ctx, path, d, spec.signature.as_ref()),
         None => Some(None),
     };
-    if let (Some(b), Some(sig)) = (torchserve, spec.signature.as_ref()) {
-        if !super::torchserve::check_signature(ctx, path, b.payload, sig) {
-            signature = None;
-        }
+    if let (Some(b), Some(sig)) = (torchserve, spec.signature.as_ref())
+        && !super::torchserve::check_signature(ctx, path, b.payload, sig)
+    {
+        signature = None;
     }
     Some(Translate {
         direction: direction?,

@@ -34,6 +34,9 @@ mod payload;
 mod request;
 mod wire;
 
+#[cfg(test)]
+mod tests;
+
 pub(crate) use self::answer::response;
 pub(crate) use self::request::request;
 

@@ -199,7 +199,11 @@ async fn tritonclient_reaches_torchserve_models() -> anyhow::Result<()> {
                 "{at}: {got}"
             );
             assert!(got["pair_one_output"].get("y").is_none(), "{at}: {got}");
-            assert_eq!(got["pair_one_output"]["count"]["values"], json!(counts), "{at}: {got}");
+            assert_eq!(
+                got["pair_one_output"]["count"]["values"],
+                json!(counts),
+                "{at}: {got}"
+            );
             let (bad, missing) = match wire {
                 "http" => ("400", "404"),
                 _ => ("StatusCode.INVALID_ARGUMENT", "StatusCode.NOT_FOUND"),

@@ -43,7 +43,9 @@ impl TorchServe {
     /// Archives the handler's models and starts TorchServe with them.
     pub async fn start(peers: &Path) -> anyhow::Result<TorchServe> {
         let bin = peers.join("torchserve").join("bin");
-        let scratch = tempfile::Builder::new().prefix("ferry-torchserve-").tempdir()?;
+        let scratch = tempfile::Builder::new()
+            .prefix("ferry-torchserve-")
+            .tempdir()?;
         let store = scratch.path().join("store");
         std::fs::create_dir_all(&store)?;
         for model in MODELS {
