@@ -73,6 +73,12 @@ def main():
                                     [("x", X, "FP32"), ("n", N, "INT64")], ["y", "count"]))
     case(out, "pair_one_output", lambda: infer(mod, c, grpc, "pair_json",
                                                [("x", X, "FP32"), ("n", N, "INT64")], ["count"]))
+    case(out, "sum", lambda: infer(mod, c, grpc, "sum_npy",
+                                   [("x", X, "FP32"), ("n", N, "INT64")], ["total"]))
+    poison = X.copy()
+    poison[0, 0] = 666
+    case(out, "handler_fails", lambda: infer(mod, c, grpc, "double_json",
+                                             [("INPUT0", poison, "FP32")], ["OUTPUT0"]))
     case(out, "wrong_dtype", lambda: infer(mod, c, grpc, "double_json",
                                            [("INPUT0", X.astype(np.float64), "FP64")], ["OUTPUT0"]))
     case(out, "missing_input", lambda: infer(mod, c, grpc, "pair_json", [("x", X, "FP32")], ["y"]))

@@ -44,6 +44,9 @@ const DOUBLE: &str = "inputs: [{ name: INPUT0, datatype: FP32, shape: [-1, 3] }]
 const PAIR: &str = "inputs: [{ name: x, datatype: FP32, shape: [-1, 3] }, { name: n, datatype: INT64, shape: [-1] }]
             outputs: [{ name: y, datatype: FP32, shape: [-1, 3] }, { name: count, datatype: INT64, shape: [-1] }]";
 
+const SUM: &str = "inputs: [{ name: x, datatype: FP32, shape: [-1, 3] }, { name: n, datatype: INT64, shape: [-1] }]
+            outputs: [{ name: total, datatype: FP32, shape: [-1] }]";
+
 /// One listener's routes: every model bridged to `to` (a TorchServe API) on `cluster`, for
 /// both OIP wires; the last route catches other model names (TorchServe answers them).
 fn routes(to: &str, cluster: &str) -> String {
@@ -53,6 +56,7 @@ fn routes(to: &str, cluster: &str) -> String {
         ("double_raw", "raw", DOUBLE),
         ("double_npy", "npy", DOUBLE),
         ("pair_json", "json", PAIR),
+        ("sum_npy", "npy", SUM),
     ];
     for (model, payload, sig) in models {
         out.push_str(&format!(
@@ -204,10 +208,26 @@ async fn tritonclient_reaches_torchserve_models() -> anyhow::Result<()> {
                 json!(counts),
                 "{at}: {got}"
             );
-            let (bad, missing) = match wire {
-                "http" => ("400", "404"),
-                _ => ("StatusCode.INVALID_ARGUMENT", "StatusCode.NOT_FOUND"),
+            // Two npy inputs: multipart parts on REST, two map entries on gRPC.
+            let total: Vec<f32> = x
+                .chunks(3)
+                .zip(n)
+                .map(|(row, n)| row.iter().fold(0.0f32, |a, v| a + v) + n as f32)
+                .collect();
+            assert_eq!(
+                got["sum"]["total"],
+                json!({"dtype": "float32", "shape": [2], "values": f32_bits(&total)}),
+                "{at}: {got}"
+            );
+            let (bad, missing, failed) = match wire {
+                "http" => ("400", "404", "500"),
+                _ => (
+                    "StatusCode.INVALID_ARGUMENT",
+                    "StatusCode.NOT_FOUND",
+                    "StatusCode.INTERNAL",
+                ),
             };
+            assert_eq!(status(&got, "handler_fails"), failed, "{at}: {got}");
             assert_eq!(status(&got, "wrong_dtype"), bad, "{at}: {got}");
             let message = got["wrong_dtype"]["message"].as_str().unwrap_or_default();
             assert!(message.contains("datatype \"FP64\""), "{at}: {got}");

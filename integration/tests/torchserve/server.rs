@@ -15,7 +15,13 @@ use tokio::process::{Child, Command};
 const STARTUP_PATIENCE: Duration = Duration::from_secs(150);
 
 /// The models the handler serves.
-pub const MODELS: [&str; 4] = ["double_json", "double_raw", "double_npy", "pair_json"];
+pub const MODELS: [&str; 5] = [
+    "double_json",
+    "double_raw",
+    "double_npy",
+    "pair_json",
+    "sum_npy",
+];
 
 /// A running TorchServe.
 #[derive(Debug)]

@@ -287,13 +287,24 @@ pub(crate) fn rest_error(status: StatusCode, body: &[u8]) -> TranslateError {
 
 /// A TorchServe gRPC error in the caller's terms. TorchServe answers an unknown model
 /// INTERNAL with "Model not found: m\n...ModelNotFoundException" (protocol pitfall table): that
-/// is NOT_FOUND. The Java exception line is dropped from the message.
+/// is NOT_FOUND; a failing handler INTERNAL. The Java exception line is dropped from the
+/// message.
 pub(crate) fn grpc_error(grpc: u32, message: &str) -> TranslateError {
     let first = message.lines().next().unwrap_or_default().trim().to_owned();
     let not_found = message.contains("ModelNotFoundException")
         || message.contains("ModelVersionNotFoundException")
         || first.starts_with("Model not found");
-    let code = if not_found { code::NOT_FOUND } else { grpc };
+    // A failing handler is UNAVAILABLE with "Prediction failed" (its REST twin is 503
+    // `InternalServerException`): the model failed, the server is there.
+    let handler_failed =
+        message.contains("InternalServerException") || first == "Prediction failed";
+    let code = if not_found {
+        code::NOT_FOUND
+    } else if handler_failed {
+        code::INTERNAL
+    } else {
+        grpc
+    };
     TranslateError::Upstream {
         code,
         http: http_for_grpc(code),

@@ -169,6 +169,11 @@ fn torchserve_errors_in_the_callers_terms() {
         }
         other => panic!("{other:?}"),
     }
+    let failed = answer::grpc_error(code::UNAVAILABLE, "Prediction failed");
+    assert_eq!(failed.grpc_code(), code::INTERNAL);
+    assert_eq!(failed.http_status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let no_worker = answer::grpc_error(code::UNAVAILABLE, "No worker is available");
+    assert_eq!(no_worker.grpc_code(), code::UNAVAILABLE);
 }
 
 /// The full message, for decoding what the bridge writes by hand.
