@@ -141,10 +141,11 @@ pub(crate) fn read_npy(body: &[u8], dt: DataType) -> Result<NpyArray<'_>, String
     let descr = dict_value(header, "descr")?;
     let descr = descr.trim_matches(|c| c == '\'' || c == '"');
     let want = npy_descr(dt).ok_or_else(|| format!("{} has no npy form", dt.as_str()))?;
-    // `=` is native order, little-endian on every machine TorchServe runs on.
-    if descr.replacen('=', "<", 1) != want
-        && !(want.starts_with('|') && descr.get(1..) == want.get(1..))
-    {
+    // `=` is native order, little-endian on every machine TorchServe runs on; one-byte types
+    // have no order, whichever mark they carry.
+    let same_type = descr.get(1..) == want.get(1..);
+    let same_order = want.starts_with('|') || matches!(descr.chars().next(), Some('<' | '='));
+    if !(same_type && same_order) {
         return Err(format!(
             ".npy dtype {descr} does not match {} ({want})",
             dt.as_str()

@@ -176,6 +176,21 @@ fn torchserve_errors_in_the_callers_terms() {
     assert_eq!(no_worker.grpc_code(), code::UNAVAILABLE);
 }
 
+#[test]
+fn decoded_tensors_bounded_by_the_limit() {
+    let tokens: Vec<String> = (0..8).map(|i| i.to_string()).collect();
+    let body = oip_request("FP32", &[8], &tokens);
+    let s = sig(DataType::Fp32, &[-1]);
+    // 8 FP32 elements are 32 decoded bytes.
+    assert!(oip_request_to_torchserve(&s, Payload::Raw, &body, 32).is_ok());
+    match oip_request_to_torchserve(&s, Payload::Raw, &body, 31) {
+        Err(e @ TranslateError::TooLarge { .. }) => {
+            assert_eq!(e.http_status(), StatusCode::PAYLOAD_TOO_LARGE);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// The full message, for decoding what the bridge writes by hand.
 #[derive(Clone, PartialEq, prost::Message)]
 struct PredictionsRequest {
