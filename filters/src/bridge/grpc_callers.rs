@@ -119,3 +119,6 @@ where
         Box::pin(inner.call(req))
     }
 }
+
+#[cfg(test)]
+mod tests;
