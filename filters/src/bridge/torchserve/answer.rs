@@ -44,7 +44,9 @@ pub(crate) async fn response(
         .is_some_and(|ct| ct.starts_with("application/json"));
     let message = match target.api {
         TorchserveApi::Rest => {
-            if !parts.status.is_success() {
+            // A failed ping (TorchServe answers 500 `{"status": "Unhealthy"}`) is read as
+            // health below, not as an error.
+            if !parts.status.is_success() && pending.rpc == Rpc::ModelInfer {
                 return Err(rest_error(parts.status, &bytes));
             }
             bytes
@@ -81,18 +83,19 @@ pub(crate) async fn response(
         }
     };
     let sig = &settings.signature;
-    let out = match pending.rpc {
+    let (status, out) = match pending.rpc {
         Rpc::ModelInfer => {
             let payload = if json_declared {
                 Payload::Json
             } else {
                 target.payload
             };
-            infer_answer(sig, &pending.call, payload, &message, limit)?
+            let out = infer_answer(sig, &pending.call, payload, &message, limit)?;
+            (StatusCode::OK, out)
         }
         rpc => health_answer(rpc, &pending.call, sig, &message)?,
     };
-    parts.status = StatusCode::OK;
+    parts.status = status;
     strip_body_headers(&mut parts.headers);
     for name in [
         "grpc-status",
@@ -200,22 +203,29 @@ fn head(out: &mut Vec<u8>, call: &OipCall) {
     }
 }
 
-/// A health or metadata answer from TorchServe's ping (`{"status": "Healthy"}`).
-fn health_answer(
+/// A health or metadata answer from TorchServe's ping (`{"status": "Healthy"}`). Not healthy:
+/// liveness and readiness answer 503 with `{"error"}` (which a gRPC caller, through the OIP
+/// translator, reads as `live`/`ready: false`); metadata is 503 / UNAVAILABLE.
+pub(crate) fn health_answer(
     rpc: Rpc,
     call: &OipCall,
     sig: &Signature,
     ping: &[u8],
-) -> Result<Vec<u8>, TranslateError> {
+) -> Result<(StatusCode, Vec<u8>), TranslateError> {
     let status = serde_json::from_slice::<serde_json::Value>(ping)
         .ok()
         .and_then(|v| v.get("status").and_then(|s| s.as_str()).map(str::to_owned))
         .unwrap_or_else(|| String::from_utf8_lossy(ping).trim().to_owned());
     if status != "Healthy" {
+        let message = format!("torchserve is not healthy: {status:?}");
+        if matches!(rpc, Rpc::ServerLive | Rpc::ServerReady | Rpc::ModelReady) {
+            let body = serde_json::to_vec(&serde_json::json!({ "error": message }));
+            return Ok((StatusCode::SERVICE_UNAVAILABLE, body.unwrap_or_default()));
+        }
         return Err(TranslateError::Upstream {
             code: code::UNAVAILABLE,
             http: StatusCode::SERVICE_UNAVAILABLE,
-            message: format!("torchserve is not healthy: {status:?}"),
+            message,
         });
     }
     let tensors = |ts: &[TensorSig]| -> serde_json::Value {
@@ -243,7 +253,7 @@ fn health_answer(
             v
         }
     };
-    Ok(serde_json::to_vec(&v).unwrap_or_default())
+    Ok((StatusCode::OK, serde_json::to_vec(&v).unwrap_or_default()))
 }
 
 /// A TorchServe REST error (`{"code","type","message"}`) in the caller's terms. TorchServe

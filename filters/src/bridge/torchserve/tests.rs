@@ -11,8 +11,9 @@ use prost::Message as _;
 use super::mapping::{encode_numbers, oip_request_to_torchserve, torchserve_answer_to_oip};
 use super::payload::{raw_shape, read_npy};
 use super::{Payload, answer, wire};
+use crate::bridge::OipCall;
 use crate::bridge::{Signature, TensorSig};
-use crate::translate::{DataType, TranslateError, code};
+use crate::translate::{DataType, Rpc, TranslateError, code};
 
 /// What `np.save` writes for `np.array([7, -1], dtype=np.int64)` (NumPy 2.2).
 const NPY_I64: &[u8] = b"\x93NUMPY\x01\x00v\x00{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }                                                            \n\x07\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff";
@@ -189,6 +190,32 @@ fn decoded_tensors_bounded_by_the_limit() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn health_from_the_ping() {
+    let call = OipCall {
+        model: "m".into(),
+        ..OipCall::default()
+    };
+    let s = sig(DataType::Fp32, &[-1]);
+    let ping = |rpc, body: &[u8]| answer::health_answer(rpc, &call, &s, body);
+    let (status, body) = ping(Rpc::ModelReady, b"{\n  \"status\": \"Healthy\"\n}").unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, br#"{"name":"m","ready":true}"#);
+    let (status, body) = ping(Rpc::ServerReady, br#"{"status": "Unhealthy"}"#).unwrap();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        body,
+        br#"{"error":"torchserve is not healthy: \"Unhealthy\""}"#
+    );
+    let err = ping(Rpc::ModelMetadata, b"").unwrap_err();
+    assert_eq!(err.grpc_code(), code::UNAVAILABLE);
+    let (status, body) = ping(Rpc::ModelMetadata, br#"{"status": "Healthy"}"#).unwrap();
+    assert_eq!(status, StatusCode::OK);
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["platform"], "torchserve");
+    assert_eq!(v["inputs"][0]["shape"], serde_json::json!([-1]));
 }
 
 /// The full message, for decoding what the bridge writes by hand.
