@@ -45,7 +45,7 @@ pub(crate) use self::request::request;
 pub enum TorchserveApi {
     /// `POST /predictions/{m}[/{v}]`.
     Rest,
-    /// The `Predictions` rpc (the cluster must speak HTTP/2).
+    /// The `Predictions` rpc (over HTTP/2: a cluster with `protocol: auto` or `h2`).
     Grpc,
 }
 

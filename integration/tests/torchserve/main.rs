@@ -85,6 +85,7 @@ fn routes(to: &str, cluster: &str) -> String {
     out
 }
 
+/// The gRPC cluster keeps the default `protocol: auto`, which sends gRPC over HTTP/2.
 fn config(ts: &TorchServe) -> String {
     format!(
         "apiVersion: ferry/v1
@@ -101,7 +102,6 @@ listeners:
     endpoints: [{}]
   - name: ts-grpc
     endpoints: [{}]
-    protocol: h2
 ",
         routes("torchserve-rest", "ts-rest"),
         routes("torchserve-grpc", "ts-grpc"),
