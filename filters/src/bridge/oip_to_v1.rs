@@ -79,7 +79,7 @@ pub(crate) fn read_request<'a, 's>(
                 }
                 "parameters" => r.object(|r, key| {
                     if key == "binary_data_size" {
-                        return Err("the binary tensor extension is not bridged to kserve-v1 yet (send JSON data)".to_owned());
+                        return Err("the binary tensor extension is not bridged yet (send JSON data, e.g. tritonclient binary_data=False)".to_owned());
                     }
                     r.skip()
                 }),
@@ -95,7 +95,7 @@ pub(crate) fn read_request<'a, 's>(
                     "name" => r.string().map(|s| names.push(s.into_owned())),
                     "parameters" => r.object(|r, key| {
                         if key == "binary_data" && r.literal(b"true") {
-                            return Err("binary outputs are not bridged from kserve-v1 yet (ask for JSON data)".to_owned());
+                            return Err("binary outputs are not bridged yet (ask for JSON data, e.g. tritonclient binary_data=False)".to_owned());
                         }
                         r.skip()
                     }),
