@@ -188,6 +188,9 @@ fn route(r: &Route) -> Value {
             TranslateDirection::GrpcToRest => ("grpc", "rest"),
             TranslateDirection::OipRestToKserveV1 => ("oip-v2-rest", "kserve-v1"),
             TranslateDirection::KserveV1ToOipRest => ("kserve-v1", "oip-v2-rest"),
+            TranslateDirection::OipToTorchserve(b) => {
+                b.label().split_once("->").unwrap_or_default()
+            }
         };
         let mut spec = json!({
             "from": from,
@@ -217,6 +220,9 @@ fn route(r: &Route) -> Value {
             if let Some(o) = spec.as_object_mut() {
                 o.remove("protocol");
             }
+        }
+        if let TranslateDirection::OipToTorchserve(b) = t.direction {
+            torchserve_fields(&mut spec, b);
         }
         if t.direction == TranslateDirection::GrpcToRest {
             spec["upstream_binary"] = match t.upstream_binary {
@@ -400,4 +406,18 @@ fn signature(s: &crate::ir::Signature) -> Value {
         out["outputs"] = tensors(&s.outputs);
     }
     out
+}
+
+/// A TorchServe bridge's caller list (both OIP wires as a list) and payload.
+fn torchserve_fields(spec: &mut Value, b: crate::ir::TorchserveBridge) {
+    use crate::ir::{OipCallers, TorchservePayload};
+    if b.callers == OipCallers::Both {
+        spec["from"] = json!(["oip-v2-rest", "oip-v2-grpc"]);
+    }
+    spec["payload"] = match b.payload {
+        TorchservePayload::Json => "json",
+        TorchservePayload::Raw => "raw",
+        TorchservePayload::Npy => "npy",
+    }
+    .into();
 }

@@ -18,6 +18,7 @@ mod limits;
 mod route;
 mod tensors;
 mod tls;
+mod torchserve;
 mod tracing;
 mod translate;
 
@@ -41,6 +42,7 @@ pub use tls::{
     Authorization, AuthzDecision, AuthzRule, ClusterTls, Identity, IdentityMatcher, ListenerTls,
     ModelNameMatcher, TlsMode,
 };
+pub use torchserve::{OipCallers, TorchserveApi, TorchserveBridge, TorchservePayload};
 pub use tracing::{Otlp, OtlpProtocol, Propagation, Sampling, Tracing};
 pub use translate::{
     DescriptorTranscode, Signature, StreamingFormat, Translate, TranslateDirection, UpstreamBinary,

@@ -18,6 +18,7 @@ mod scalars;
 mod shorthand;
 mod tensors;
 mod tls;
+mod torchserve;
 mod tracing;
 
 pub use access_log::{AccessLogFormatSpec, AccessLogSpec};
@@ -47,6 +48,7 @@ pub use tls::{
     AuthorizationSpec, AuthzDecisionSpec, AuthzRuleSpec, ClusterTlsModeSpec, ClusterTlsSpec,
     IdentityMatcherSpec, IdentitySpec, ListenerTlsSpec, ModelNameMatcherSpec, TlsModeSpec,
 };
+pub use torchserve::PayloadSpec;
 pub use tracing::{OtlpProtocolSpec, OtlpSpec, PropagationSpec, SamplingSpec, TracingSpec};
 
 /// A ferry route config file.

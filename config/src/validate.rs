@@ -27,6 +27,7 @@ mod spiffe;
 mod template;
 mod tensors;
 mod tls;
+mod torchserve;
 mod tracing;
 mod transcode;
 mod translate;

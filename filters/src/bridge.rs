@@ -20,15 +20,18 @@
 //! 413; another endpoint 404; an upstream error keeps its meaning (404 → 404, 400/422 → 400,
 //! other statuses as they are) with its message; an answer that does not fit 502.
 
+mod grpc_callers;
 mod layer;
 mod nested;
 mod oip_to_v1;
 mod service;
+pub mod torchserve;
 mod v1_to_oip;
 
 #[cfg(test)]
 mod tests;
 
+pub use self::grpc_callers::{GrpcCallers, GrpcCallersLayer};
 pub use self::layer::{Bridge, BridgeLayer};
 pub use self::oip_to_v1::OipCall;
 pub use self::v1_to_oip::V1Format;
@@ -44,6 +47,9 @@ pub enum BridgeDirection {
     OipRestToKserveV1,
     /// KServe V1 callers, OIP v2 REST upstream.
     KserveV1ToOipRest,
+    /// OIP v2 REST callers (gRPC ones through the OIP translator in front), TorchServe
+    /// upstream.
+    OipToTorchserve(torchserve::TorchserveTarget),
 }
 
 /// One tensor of a bridged model.

@@ -29,7 +29,7 @@ pub(crate) mod grpc_frame;
 mod grpc_message;
 mod grpc_to_rest;
 pub(crate) mod json_in;
-mod json_out;
+pub(crate) mod json_out;
 mod layer;
 pub mod pb;
 mod raw;

@@ -24,7 +24,9 @@ pub fn translate(config: Option<&Translate>) -> Option<TranslateSettings> {
     let direction = match t.direction {
         TranslateDirection::RestToGrpc => Direction::RestToGrpc,
         TranslateDirection::GrpcToRest => Direction::GrpcToRest,
-        TranslateDirection::OipRestToKserveV1 | TranslateDirection::KserveV1ToOipRest => {
+        TranslateDirection::OipRestToKserveV1
+        | TranslateDirection::KserveV1ToOipRest
+        | TranslateDirection::OipToTorchserve(_) => {
             return None;
         }
     };
@@ -46,6 +48,9 @@ pub fn bridge(config: Option<&Translate>) -> Option<BridgeSettings> {
     let direction = match t.direction {
         TranslateDirection::OipRestToKserveV1 => BridgeDirection::OipRestToKserveV1,
         TranslateDirection::KserveV1ToOipRest => BridgeDirection::KserveV1ToOipRest,
+        TranslateDirection::OipToTorchserve(b) => {
+            BridgeDirection::OipToTorchserve(crate::filter_settings_torchserve::target(b))
+        }
         TranslateDirection::RestToGrpc | TranslateDirection::GrpcToRest => return None,
     };
     let tensors = |ts: &[ferry_config::TensorSpec]| -> Vec<TensorSig> {

@@ -11,6 +11,7 @@ pub mod descriptors;
 pub mod direct;
 pub mod failure;
 pub mod filter_settings;
+pub mod filter_settings_torchserve;
 pub mod forward;
 pub mod h2_settings;
 pub mod headers;

@@ -79,6 +79,8 @@ pub enum TranslateDirection {
     OipRestToKserveV1,
     /// KServe V1 callers, OIP v2 REST upstream.
     KserveV1ToOipRest,
+    /// OIP v2 callers (REST, gRPC or both), TorchServe upstream.
+    OipToTorchserve(super::TorchserveBridge),
 }
 
 // === impl TranslateDirection ===
@@ -91,6 +93,7 @@ impl TranslateDirection {
             TranslateDirection::GrpcToRest => "grpc->rest",
             TranslateDirection::OipRestToKserveV1 => "oip-v2-rest->kserve-v1",
             TranslateDirection::KserveV1ToOipRest => "kserve-v1->oip-v2-rest",
+            TranslateDirection::OipToTorchserve(b) => b.label(),
         }
     }
 }

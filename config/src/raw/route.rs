@@ -90,6 +90,10 @@ pub struct TranslateSpec {
     /// Largest request or response body, and largest total of decoded tensor bytes, one
     /// translated message may have; over it: 413 / RESOURCE_EXHAUSTED. Default 67108864.
     pub max_decoded_bytes: Option<u64>,
+    /// `to: torchserve-rest` / `torchserve-grpc` only: how each input tensor becomes the bytes
+    /// the TorchServe handler receives (`json`, `raw` or `npy`; docs/interop.md has the exact
+    /// bytes). Default `json`.
+    pub payload: Option<super::torchserve::PayloadSpec>,
     /// `from: grpc` only: whether raw tensors go to the REST upstream as binary-extension
     /// sections (`true`: Triton, KServe), as JSON `data` (`false`: MLServer 1.7 has no binary
     /// extension), or as its server metadata (`GET /v2` `extensions`) says (`auto`, probed
@@ -168,9 +172,9 @@ pub enum WireSpec {
     KserveV1,
     /// `tensorflow.serving.PredictionService` (not bridged yet).
     TfservingGrpc,
-    /// TorchServe's own REST API (not bridged yet).
+    /// TorchServe's own REST API (`POST /predictions/{m}[/{v}]`; OIP callers only).
     TorchserveRest,
-    /// TorchServe's own gRPC API (not bridged yet).
+    /// TorchServe's own gRPC API (`InferenceAPIsService/Predictions`; OIP callers only).
     TorchserveGrpc,
 }
 

@@ -6,7 +6,9 @@ use std::collections::HashSet;
 
 use super::Ctx;
 use crate::defaults;
-use crate::ir::{Signature, TensorSpec, Translate, TranslateDirection, UpstreamBinary};
+use crate::ir::{
+    Signature, TensorSpec, TorchserveApi, Translate, TranslateDirection, UpstreamBinary,
+};
 use crate::raw::{
     ProbeSpec, SignatureSpec, TranslateProtocolSpec, TranslateSpec, UpstreamBinarySpec, WireSpec,
 };
@@ -41,11 +43,26 @@ pub(super) fn translate(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> 
             "only applies to from: grpc, to: rest (expected it omitted)",
         );
     }
+    let torchserve = match direction {
+        Some(TranslateDirection::OipToTorchserve(b)) => Some(b),
+        _ => None,
+    };
+    if spec.payload.is_some() && torchserve.is_none() && direction.is_some() {
+        ctx.error(
+            &format!("{path}.payload"),
+            "only applies to to: torchserve-rest or torchserve-grpc (expected it omitted)",
+        );
+    }
     let descriptor = super::transcode::descriptor(ctx, path, spec);
-    let signature = match direction {
+    let mut signature = match direction {
         Some(d) => signature(ctx, path, d, spec.signature.as_ref()),
         None => Some(None),
     };
+    if let (Some(b), Some(sig)) = (torchserve, spec.signature.as_ref())
+        && !super::torchserve::check_signature(ctx, path, b.payload, sig)
+    {
+        signature = None;
+    }
     Some(Translate {
         direction: direction?,
         max_decoded_bytes: max_decoded_bytes?,
@@ -73,6 +90,15 @@ fn direction(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
             "applies only to from/to rest or grpc (expected it omitted with protocol names)",
         );
         return None;
+    }
+    match spec.to {
+        WireSpec::TorchserveRest => {
+            return super::torchserve::direction(ctx, path, spec, TorchserveApi::Rest);
+        }
+        WireSpec::TorchserveGrpc => {
+            return super::torchserve::direction(ctx, path, spec, TorchserveApi::Grpc);
+        }
+        _ => {}
     }
     let from = match spec.from.0.as_slice() {
         [one] => *one,
@@ -131,7 +157,7 @@ fn direction(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
             ctx.error(
                 &format!("{path}.{at}"),
                 format!(
-                    "{} → {} is not bridged yet (expected one of: oip-v2-rest → oip-v2-grpc, oip-v2-grpc → oip-v2-rest, oip-v2-rest → kserve-v1, kserve-v1 → oip-v2-rest)",
+                    "{} → {} is not bridged yet (expected one of: oip-v2-rest → oip-v2-grpc, oip-v2-grpc → oip-v2-rest, oip-v2-rest → kserve-v1, kserve-v1 → oip-v2-rest, oip-v2-rest or oip-v2-grpc → torchserve-rest or torchserve-grpc)",
                     a.name(),
                     b.name()
                 ),
@@ -155,7 +181,7 @@ fn signature(
             if spec.is_some() {
                 ctx.error(
                     &field,
-                    "only applies to bridging with kserve-v1 (expected it omitted)",
+                    "only applies to bridging with kserve-v1 or torchserve (expected it omitted)",
                 );
                 return None;
             }
@@ -164,6 +190,10 @@ fn signature(
         TranslateDirection::OipRestToKserveV1 => (
             true,
             "kserve-v1 answers carry no datatypes or shapes (expected signature: {inputs: [...], outputs: [...]})",
+        ),
+        TranslateDirection::OipToTorchserve(_) => (
+            true,
+            "torchserve requests and answers carry no datatypes or shapes (expected signature: {inputs: [...], outputs: [...]})",
         ),
         TranslateDirection::KserveV1ToOipRest => (
             false,

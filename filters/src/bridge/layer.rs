@@ -12,8 +12,8 @@ use http::{Request, Response};
 use http_body::Body;
 use http_body_util::BodyExt;
 
-use super::BridgeSettings;
 use super::service::{Op, request, response};
+use super::{BridgeDirection, BridgeSettings, torchserve};
 use crate::translate::{BoxError, TranslateBody, TranslateError};
 
 /// Tower layer applying the bridge around an inner service.
@@ -83,6 +83,14 @@ where
         // Boxed here, outside the future, so its type does not carry the body's error
         // conversion (which trips rustc's higher-ranked `Send` inference).
         let req = req.map(|b| b.map_err(Into::into).boxed_unsync());
+        if let BridgeDirection::OipToTorchserve(target) = settings.direction {
+            return Box::pin(async move {
+                let (up, pending) = torchserve::request(&settings, target, req).await?;
+                let resp = inner.call(up).await.map_err(Into::into)?;
+                let resp = resp.map(|b| b.map_err(Into::into).boxed_unsync());
+                Ok(torchserve::response(&settings, target, pending, resp).await?)
+            });
+        }
         Box::pin(async move {
             let op = op.ok_or_else(|| {
                 TranslateError::NoEndpoint(format!(

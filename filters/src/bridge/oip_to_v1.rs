@@ -40,6 +40,18 @@ pub fn request(
     call: &mut OipCall,
     limit: u64,
 ) -> Result<Vec<u8>, TranslateError> {
+    let ordered = read_request(sig, body, call, limit)?;
+    write_request(sig, &ordered).map_err(TranslateError::BadRequest)
+}
+
+/// An OIP infer request body's inputs, checked against the signature and in its order (also
+/// what the TorchServe bridge writes out). `call` comes with model and version set.
+pub(crate) fn read_request<'a, 's>(
+    sig: &'s Signature,
+    body: &'a [u8],
+    call: &mut OipCall,
+    limit: u64,
+) -> Result<Vec<(&'s TensorSig, Tensor<'a>)>, TranslateError> {
     let bad = TranslateError::BadRequest;
     let mut inputs: Vec<Input<'_>> = Vec::new();
     let mut r = Reader::new(body);
@@ -67,7 +79,7 @@ pub fn request(
                 }
                 "parameters" => r.object(|r, key| {
                     if key == "binary_data_size" {
-                        return Err("the binary tensor extension is not bridged to kserve-v1 yet (send JSON data)".to_owned());
+                        return Err("the binary tensor extension is not bridged yet (send JSON data, e.g. tritonclient binary_data=False)".to_owned());
                     }
                     r.skip()
                 }),
@@ -83,7 +95,7 @@ pub fn request(
                     "name" => r.string().map(|s| names.push(s.into_owned())),
                     "parameters" => r.object(|r, key| {
                         if key == "binary_data" && r.literal(b"true") {
-                            return Err("binary outputs are not bridged from kserve-v1 yet (ask for JSON data)".to_owned());
+                            return Err("binary outputs are not bridged yet (ask for JSON data, e.g. tritonclient binary_data=False)".to_owned());
                         }
                         r.skip()
                     }),
@@ -123,7 +135,7 @@ pub fn request(
             names_of(&sig.inputs)
         )));
     }
-    write_request(sig, &ordered).map_err(bad)
+    Ok(ordered)
 }
 
 fn checked_input<'a>(
@@ -215,26 +227,53 @@ pub fn answer(
     body: &[u8],
     limit: u64,
 ) -> Result<Vec<u8>, TranslateError> {
+    answer_from(sig, call, body, limit, false)
+}
+
+/// A bare JSON answer (an object of named outputs, or with one output the nested array
+/// itself, as V1's columnar `outputs` value is) → the OIP infer answer: what a TorchServe
+/// handler returns.
+pub(crate) fn answer_bare(
+    sig: &Signature,
+    call: &OipCall,
+    body: &[u8],
+    limit: u64,
+) -> Result<Vec<u8>, TranslateError> {
+    answer_from(sig, call, body, limit, true)
+}
+
+fn answer_from(
+    sig: &Signature,
+    call: &OipCall,
+    body: &[u8],
+    limit: u64,
+    bare: bool,
+) -> Result<Vec<u8>, TranslateError> {
     let bad = TranslateError::BadUpstream;
     let mut nests: Vec<Nest<'_>> = sig.outputs.iter().map(|_| Nest::default()).collect();
     let mut seen = vec![false; sig.outputs.len()];
     let mut batch = None;
     let mut r = Reader::new(body);
-    r.object(|r, key| match key.as_ref() {
-        "predictions" => {
-            let mut rows = 0usize;
-            r.array(|r| {
-                rows += 1;
-                row_or_named(r, sig, &mut nests, &mut seen, 1)
-            })?;
-            batch = Some(rows);
-            Ok(())
-        }
-        "outputs" => row_or_named(r, sig, &mut nests, &mut seen, 0),
-        _ => r.skip(),
-    })
-    .and_then(|()| r.end())
-    .map_err(|e| bad(format!("kserve-v1 answer: {e}")))?;
+    let read = if bare {
+        row_or_named(&mut r, sig, &mut nests, &mut seen, 0)
+    } else {
+        r.object(|r, key| match key.as_ref() {
+            "predictions" => {
+                let mut rows = 0usize;
+                r.array(|r| {
+                    rows += 1;
+                    row_or_named(r, sig, &mut nests, &mut seen, 1)
+                })?;
+                batch = Some(rows);
+                Ok(())
+            }
+            "outputs" => row_or_named(r, sig, &mut nests, &mut seen, 0),
+            _ => r.skip(),
+        })
+    };
+    let what = if bare { "torchserve" } else { "kserve-v1" };
+    read.and_then(|()| r.end())
+        .map_err(|e| bad(format!("{what} answer: {e}")))?;
     let mut budget = Budget::new(limit);
     let mut outputs = Vec::new();
     for ((want, nest), seen) in sig.outputs.iter().zip(nests).zip(seen) {
@@ -247,7 +286,7 @@ pub fn answer(
         }
         if !seen {
             return Err(bad(format!(
-                "the kserve-v1 answer has no output {:?}",
+                "the {what} answer has no output {:?}",
                 want.name
             )));
         }
@@ -306,7 +345,10 @@ fn mark(seen: &mut [bool], i: usize) {
     }
 }
 
-fn write_answer(call: &OipCall, outputs: &[(&TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
+pub(crate) fn write_answer(
+    call: &OipCall,
+    outputs: &[(&TensorSig, Tensor<'_>)],
+) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(outputs.iter().map(|(_, t)| t.elems.len() * 12 + 96).sum());
     out.extend_from_slice(b"{\"model_name\":");
     write_str(&mut out, &call.model);

@@ -63,6 +63,8 @@ impl Op {
                     Rpc::ServerLive | Rpc::ServerReady | Rpc::ServerMetadata => None,
                 }
             }
+            // Answered by the `torchserve` module before any `Op` is made.
+            BridgeDirection::OipToTorchserve(_) => None,
             BridgeDirection::KserveV1ToOipRest => {
                 let rest = path.strip_prefix("/v1/models/")?;
                 let (target, verb) = match rest.rsplit_once(':') {
@@ -130,6 +132,11 @@ pub(crate) async fn request(
                     let out = oip_to_v1::request(sig, &bytes, &mut call, limit)?;
                     let path = format!("{}:predict", model.v1_path());
                     (Method::POST, path, Some(out), Pending::OipInfer(call))
+                }
+                BridgeDirection::OipToTorchserve(_) => {
+                    return Err(TranslateError::NoEndpoint(
+                        "a torchserve bridge has its own request path".to_owned(),
+                    ));
                 }
                 BridgeDirection::KserveV1ToOipRest => {
                     let (out, format) = v1_to_oip::request(sig, &bytes, limit)?;
@@ -289,14 +296,14 @@ pub(crate) fn upstream_error(status: StatusCode, body: &[u8]) -> TranslateError 
     }
 }
 
-fn full(b: Bytes) -> TranslateBody {
+pub(crate) fn full(b: Bytes) -> TranslateBody {
     Full::new(b)
         .map_err(|never| -> BoxError { match never {} })
         .boxed_unsync()
 }
 
 /// Headers that describe the old body and must not cross the bridge.
-fn strip_body_headers(h: &mut HeaderMap) {
+pub(crate) fn strip_body_headers(h: &mut HeaderMap) {
     for name in [
         "content-length",
         "content-type",

@@ -126,7 +126,12 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
         .then(tensors)
         // REST ⇄ gRPC: what follows (timeouts, retries) applies to the translated request.
         .then(filter_settings::translate(r.translate.as_ref()).map(OipTranslateLayer::new))
-        // Between serving protocols (OIP ⇄ KServe V1): in the same place, for the same reason.
+        // gRPC callers of a bridge that reads OIP REST (TorchServe): translated to REST first.
+        .then(crate::filter_settings_torchserve::grpc_callers(
+            r.translate.as_ref(),
+        ))
+        // Between serving protocols (OIP ⇄ KServe V1, OIP → TorchServe): in the same place,
+        // for the same reason.
         .then(filter_settings::bridge(r.translate.as_ref()).map(BridgeLayer::new))
         .then(p.transcoder.map(TranscodeLayer::new));
     let stack = ServiceBuilder::new()
