@@ -168,6 +168,38 @@ pub async fn closed_loop(plan: &LoadPlan) -> Result<RunStats> {
     join(set, started).await
 }
 
+/// Closed loop with a new connection for every request: each of `plan.connections` workers
+/// connects, sends one request, reads the answer and closes, for `plan.duration`. Latency
+/// includes the connect. The client closes first, so its side holds the TIME_WAIT sockets
+/// (reused on loopback: Linux's `tcp_tw_reuse` default is loopback-only reuse).
+pub async fn closed_loop_new_connections(plan: &LoadPlan) -> Result<RunStats> {
+    let authority = plan.addr.to_string();
+    let started = Instant::now();
+    let deadline = started + plan.duration;
+    let mut set = JoinSet::new();
+    for _ in 0..plan.connections {
+        let (addr, proto, spec) = (plan.addr, plan.proto, plan.request.clone());
+        let authority = authority.clone();
+        set.spawn(async move {
+            let mut stats = RunStats::new()?;
+            while Instant::now() < deadline {
+                let sent = Instant::now();
+                let outcome = match Conn::connect(addr, proto).await {
+                    Ok(mut conn) => conn.send(&authority, &spec).await,
+                    Err(e) => Err(e),
+                };
+                let failed = outcome.is_err();
+                stats.record(outcome, sent.elapsed());
+                if failed {
+                    break;
+                }
+            }
+            Ok(stats)
+        });
+    }
+    join(set, started).await
+}
+
 /// Open loop at `rate` requests per second for `plan.duration`, latency from the due time.
 ///
 /// The due times come from a pacing thread, not from tokio's timer: tokio's timer wheel has

@@ -26,7 +26,8 @@ struct Cli {
     #[arg(long)]
     smoke: bool,
     /// Comma-separated scenarios (default: all): cold_start, memory, h1_saturation,
-    /// h2_saturation, latency_1k, latency_5k, grpc_unary, grpc_1mib, upload_1mib, sse_first_event, routes,
+    /// h2_saturation, latency_1k, latency_5k, grpc_unary, grpc_1mib, many_callers, churn,
+    /// upload_1mib, sse_first_event, routes,
     /// translate, mtls_h1, mtls_h2, mtls_handshakes, mtls_memory, limit_local, limit_global,
     /// tracing, access_log, tap.
     #[arg(long, value_delimiter = ',')]

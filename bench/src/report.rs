@@ -141,6 +141,37 @@ const HEADLINES: &[(&str, &str, &str, bool)] = &[
         false,
     ),
     (
+        "gRPC unary, 10 callers, CPU-s per 10k req",
+        "many_callers_10",
+        "cpu_s_per_10k",
+        false,
+    ),
+    (
+        "gRPC unary, 100 callers, CPU-s per 10k req",
+        "many_callers_100",
+        "cpu_s_per_10k",
+        false,
+    ),
+    (
+        "gRPC unary, 1,000 callers, CPU-s per 10k req",
+        "many_callers_1000",
+        "cpu_s_per_10k",
+        false,
+    ),
+    (
+        "gRPC unary, 1,000 callers, req/s",
+        "many_callers_1000",
+        "rps",
+        true,
+    ),
+    (
+        "new connection per request, CPU-s per 10k req",
+        "churn",
+        "cpu_s_per_10k",
+        false,
+    ),
+    ("new connection per request, req/s", "churn", "rps", true),
+    (
         "added p50 @1k req/s (ms)",
         "latency_1k",
         "added_p50_ms",

@@ -28,6 +28,12 @@ pub enum Scenario {
     GrpcUnary,
     /// gRPC-style unary calls carrying 1 MiB each way (echoed), 4 h2c connections.
     Grpc1Mib,
+    /// gRPC-style unary calls from [`CALLER_COUNTS`] h2c connections, one call in flight on
+    /// each: what a popular model's inbound sidecar sees (per-connection cost).
+    ManyCallers,
+    /// HTTP/1.1 GETs on a new TCP connection each (clients that do not keep connections
+    /// alive, health checks), closed loop.
+    Churn,
     /// 1 MiB POSTs over HTTP/1.1.
     Upload1Mib,
     /// Time to the first server-sent event.
@@ -69,6 +75,10 @@ pub enum Scenario {
     Tap,
 }
 
+/// Downstream connections of the `many_callers` scenario; each count is recorded as its own
+/// scenario, `many_callers_<n>`.
+pub const CALLER_COUNTS: [usize; 3] = [10, 100, 1_000];
+
 /// Tensor sizes (FP32 elements) of the `translate` scenario.
 pub const TRANSLATE_SIZES: [usize; 3] = [64, 65_536, 1_000_000];
 
@@ -101,7 +111,7 @@ pub fn fp32_activations(n: usize) -> String {
 
 impl Scenario {
     /// Every scenario, in run order.
-    pub const ALL: [Scenario; 21] = [
+    pub const ALL: [Scenario; 23] = [
         Scenario::ColdStart,
         Scenario::Memory,
         Scenario::H1Saturation,
@@ -110,6 +120,8 @@ impl Scenario {
         Scenario::Latency5k,
         Scenario::GrpcUnary,
         Scenario::Grpc1Mib,
+        Scenario::ManyCallers,
+        Scenario::Churn,
         Scenario::Upload1Mib,
         Scenario::SseFirstEvent,
         Scenario::Routes,
@@ -134,6 +146,8 @@ impl Scenario {
             Scenario::Latency5k => "latency_5k",
             Scenario::GrpcUnary => "grpc_unary",
             Scenario::Grpc1Mib => "grpc_1mib",
+            Scenario::ManyCallers => "many_callers",
+            Scenario::Churn => "churn",
             Scenario::Upload1Mib => "upload_1mib",
             Scenario::SseFirstEvent => "sse_first_event",
             Scenario::Memory => "memory",

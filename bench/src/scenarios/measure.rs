@@ -39,6 +39,8 @@ pub(super) struct Ctx<'a> {
 /// How a load run is shaped.
 enum Shape {
     Closed,
+    /// Closed, each request on a new connection.
+    Churn,
     Open(u32),
 }
 
@@ -147,15 +149,19 @@ impl<'a> Ctx<'a> {
                 self.load(running, name, &plan, Shape::Open(rate)).await?;
             }
             Scenario::GrpcUnary => {
-                let spec = RequestSpec {
-                    method: Method::POST,
-                    path: GRPC_PATH.to_owned(),
-                    body: grpc_message(),
-                    grpc: true,
-                    headers: Vec::new(),
-                };
-                let plan = self.load_plan(running, Proto::H2c, 1, 100, spec);
+                let plan = self.load_plan(running, Proto::H2c, 1, 100, grpc_unary());
                 self.load(running, name, &plan, Shape::Closed).await?;
+            }
+            Scenario::ManyCallers => {
+                for n in super::CALLER_COUNTS {
+                    let plan = self.load_plan(running, Proto::H2c, n, 1, grpc_unary());
+                    let scenario = format!("{name}_{n}");
+                    self.load(running, &scenario, &plan, Shape::Closed).await?;
+                }
+            }
+            Scenario::Churn => {
+                let plan = self.load_plan(running, Proto::Http1, 16, 1, get);
+                self.load(running, name, &plan, Shape::Churn).await?;
             }
             Scenario::Grpc1Mib => {
                 let spec = RequestSpec {
@@ -250,6 +256,7 @@ impl<'a> Ctx<'a> {
         let sampler = RssSampler::start(running.pid());
         let stats = match shape {
             Shape::Closed => loadgen::closed_loop(plan).await,
+            Shape::Churn => loadgen::closed_loop_new_connections(plan).await,
             Shape::Open(rate) => loadgen::open_loop(plan, rate).await,
         };
         self.loaded_rss_kib = self.loaded_rss_kib.max(sampler.stop().await);
@@ -310,6 +317,17 @@ impl<'a> Ctx<'a> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// A small unary gRPC call.
+fn grpc_unary() -> RequestSpec {
+    RequestSpec {
+        method: Method::POST,
+        path: GRPC_PATH.to_owned(),
+        body: grpc_message(),
+        grpc: true,
+        headers: Vec::new(),
+    }
 }
 
 /// A small length-prefixed gRPC message.
