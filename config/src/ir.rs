@@ -14,6 +14,7 @@ use std::time::Duration;
 mod access_log;
 mod cluster;
 mod fault;
+mod mirror;
 mod limits;
 mod route;
 mod tensors;
@@ -27,6 +28,7 @@ pub use cluster::{
     OutlierDetection, SlowStart, UpstreamProtocol,
 };
 pub use fault::{Fault, FaultAbort, FaultDelay};
+pub use mirror::{Compare, Mirror, Tolerance};
 pub use limits::{
     Concurrency, KeyPart, LimitAmount, LimitMode, OnFailure, Override, RateLimit, Redis, Scope,
     TokenBudget, TokenCharge,

@@ -11,6 +11,7 @@ mod access_log;
 mod bridge;
 mod cluster;
 mod fault;
+mod mirror;
 mod lb;
 mod limits;
 mod route;
@@ -26,6 +27,7 @@ pub use cluster::{
     DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
 };
 pub use fault::{FaultAbortSpec, FaultDelaySpec, FaultSpec};
+pub use mirror::{CompareSpec, MirrorSpec, ToleranceSpec};
 pub use lb::{LbObjectSpec, LbSpec, LoadReportLbSpec};
 pub use limits::{
     ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,
@@ -41,6 +43,7 @@ pub use scalars::{
     DurationText, HashKeyPartText, HeaderNameText, HostPortText, LoadFactorText, PercentNumberText,
     PercentText, RatioText, SocketAddrText, Text, WeightText,
 };
+pub use scalars::{ByteSizeText, NonNegativeText};
 pub use shorthand::{HeaderValues, MatchSpec, Methods, Paths, StringMatchSpec, To, WeightedTarget};
 pub use tensors::{MetadataSourceSpec, ModelTensorsSpec, TensorSpec, ValidateTensorsSpec};
 pub use tls::{
