@@ -14,8 +14,8 @@ use std::time::Duration;
 mod access_log;
 mod cluster;
 mod fault;
-mod mirror;
 mod limits;
+mod mirror;
 mod route;
 mod tensors;
 mod tls;
@@ -28,11 +28,11 @@ pub use cluster::{
     OutlierDetection, SlowStart, UpstreamProtocol,
 };
 pub use fault::{Fault, FaultAbort, FaultDelay};
-pub use mirror::{Compare, Mirror, Tolerance};
 pub use limits::{
     Concurrency, KeyPart, LimitAmount, LimitMode, OnFailure, Override, RateLimit, Redis, Scope,
     TokenBudget, TokenCharge,
 };
+pub use mirror::{Compare, Mirror, Tolerance};
 pub use route::{
     Action, DirectResponse, HeaderEdits, HeaderMatch, ModelMatch, PathMatch, PathTemplate,
     PrefixRewrite, RetryOn, RetryPolicy, Route, RouteLoadReport, RouteMatch, StringMatch,

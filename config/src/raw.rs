@@ -11,9 +11,9 @@ mod access_log;
 mod bridge;
 mod cluster;
 mod fault;
-mod mirror;
 mod lb;
 mod limits;
+mod mirror;
 mod route;
 mod scalars;
 mod shorthand;
@@ -27,23 +27,23 @@ pub use cluster::{
     DnsSpec, OriginalAuthoritySpec, OutlierSpec, RawCluster, RawLb, RawProtocol, SlowStartSpec,
 };
 pub use fault::{FaultAbortSpec, FaultDelaySpec, FaultSpec};
-pub use mirror::{CompareSpec, MirrorSpec, ToleranceSpec};
 pub use lb::{LbObjectSpec, LbSpec, LoadReportLbSpec};
 pub use limits::{
     ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,
     RateLimitSpec, RedisSpec, ScopeSpec, TokenChargeSpec,
 };
+pub use mirror::{CompareSpec, MirrorSpec, ToleranceSpec};
 pub use route::{
     DirectResponseSpec, HeaderEditsSpec, HeaderMatchSpec, ModelMatchSpec, PathMatchSpec,
     PrefixRewriteSpec, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec, RouteLoadReportSpec,
     RouteMatchSpec, StreamingSpec, TranslateProtocolSpec, TranslateSpec, UnknownFieldsSpec,
     UpstreamBinarySpec, WireSpec,
 };
+pub use scalars::{ByteSizeText, NonNegativeText};
 pub use scalars::{
     DurationText, HashKeyPartText, HeaderNameText, HostPortText, LoadFactorText, PercentNumberText,
     PercentText, RatioText, SocketAddrText, Text, WeightText,
 };
-pub use scalars::{ByteSizeText, NonNegativeText};
 pub use shorthand::{HeaderValues, MatchSpec, Methods, Paths, StringMatchSpec, To, WeightedTarget};
 pub use tensors::{MetadataSourceSpec, ModelTensorsSpec, TensorSpec, ValidateTensorsSpec};
 pub use tls::{

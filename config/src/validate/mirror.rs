@@ -127,14 +127,20 @@ fn non_negative(ctx: &mut Ctx<'_>, path: &str, text: Option<&NonNegativeText>) -
         t.parse::<f64>()
             .ok()
             .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| format!("invalid tolerance {t:?} (expected a number >= 0 such as 1e-4)")),
+            .ok_or_else(|| {
+                format!("invalid tolerance {t:?} (expected a number >= 0 such as 1e-4)")
+            }),
     )
 }
 
 /// Parses `65536`, `512B`, `64KiB`, `16MiB` or `1GiB` into bytes.
 pub(super) fn parse_size(text: &ByteSizeText) -> Result<u64, String> {
     let t = text.as_str().trim();
-    let bad = || format!("invalid size {t:?} (expected bytes, or a number with B, KiB, MiB or GiB, e.g. \"16MiB\")");
+    let bad = || {
+        format!(
+            "invalid size {t:?} (expected bytes, or a number with B, KiB, MiB or GiB, e.g. \"16MiB\")"
+        )
+    };
     let (number, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => t.split_at(i),
         None => (t, ""),
