@@ -79,3 +79,17 @@ fn bad_mirrors_are_reported_with_positions() {
         ]
     );
 }
+
+#[test]
+fn the_example_loads() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mirror.yaml");
+    let c = ferry_config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let routes = &c.listeners[0].routes;
+    let m = &routes[0].mirror[0];
+    assert_eq!(
+        (m.cluster.as_str(), m.fraction, m.compare, m.max_body),
+        ("triton-next", 0.1, Compare::Oip, 16 << 20)
+    );
+    assert_eq!((m.timeout, m.max_in_flight), (Duration::from_secs(5), 32));
+    assert_eq!(routes[1].mirror[0].timeout, Duration::from_secs(10));
+}
