@@ -19,6 +19,7 @@
 
 mod answer_copy;
 mod dispatch;
+mod read;
 mod tee;
 
 use std::sync::Arc;

@@ -10,5 +10,6 @@
 mod faults;
 mod hashing;
 mod mirror;
+mod mirror_compare;
 mod oip_model;
 mod support;

@@ -6,7 +6,7 @@
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use ferry_filters::mirror_compare::Answer;
 use http::{HeaderMap, StatusCode};
 use http_body::{Body, Frame, SizeHint};
@@ -67,15 +67,7 @@ impl CopyBody {
 /// Hands the whole copy over.
 fn send(kept: &mut Option<Kept>) {
     let Some(k) = kept.take() else { return };
-    let body = match k.chunks.len() {
-        1 => k.chunks.into_iter().next().unwrap_or_default(),
-        _ => {
-            // One buffer for the readers; bounded by `max`.
-            let mut all = BytesMut::with_capacity(usize::try_from(k.len).unwrap_or(0));
-            k.chunks.iter().for_each(|c| all.extend_from_slice(c));
-            all.freeze()
-        }
-    };
+    let body = super::read::concat(k.chunks, usize::try_from(k.len).unwrap_or(0));
     let _ = k.tx.send(Answer {
         status: k.status,
         headers: k.headers,

@@ -9,15 +9,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use ferry_filters::mirror_compare::{
     Answer, CompareMode, CompareSettings, Comparison, Verdict, compare,
 };
-use http::{HeaderMap, HeaderValue, Request, Response};
-use http_body_util::BodyExt;
+use http::{HeaderValue, Request, Response};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
-use tower::Service;
 
 use super::Semaphore;
 use super::answer_copy::CopyBody;
+use super::read;
 use super::tee::{self, Fed, MirrorBody, Sink, TeeState};
 use crate::body::ProxyBody;
 use crate::cluster::Cluster;
@@ -232,7 +231,7 @@ impl MirrorTarget {
         let mut client = self.client.clone();
         let req = req.map(ProxyBody::new);
         let max = usize::try_from(self.compare.max_body).unwrap_or(usize::MAX);
-        let sent = tokio::time::timeout(self.timeout, send(&mut client, req, max)).await;
+        let sent = tokio::time::timeout(self.timeout, read::send(&mut client, req, max)).await;
         let (parts, whole) = match sent {
             Err(_) => {
                 o.timeout.inc();
@@ -331,56 +330,6 @@ impl MirrorTarget {
         }
     }
 }
-
-/// Sends the mirror and reads the whole answer; `None` for an answer over `max` bytes (the
-/// candidate answered; the answer is not compared). Errors as text: named and boxed outside
-/// the caller's `async` block (see [`crate::body::BoxFuture`]).
-fn send(
-    client: &mut Balance<EndpointClient>,
-    req: Request<ProxyBody>,
-    max: usize,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Sent> + Send>> {
-    let call = client.call(req);
-    Box::pin(async move {
-        let resp = call.await.map_err(|e| e.to_string())?;
-        let (parts, mut body) = resp.into_parts();
-        let mut chunks = Vec::new();
-        let (mut len, mut trailers) = (0usize, None);
-        // Read by hand rather than `Limited`: its generic error bound defeats the `Send`
-        // proof of this future (see above).
-        while let Some(frame) = body.frame().await {
-            match frame.map_err(|e| e.to_string())?.into_data() {
-                Ok(data) => {
-                    len = len.saturating_add(data.len());
-                    if len > max {
-                        return Ok((parts, None));
-                    }
-                    chunks.push(data);
-                }
-                Err(frame) => trailers = frame.into_trailers().ok(),
-            }
-        }
-        Ok((parts, Some((concat(chunks, len), trailers))))
-    })
-}
-
-/// One buffer of `len` bytes from `chunks` (no copy for one chunk).
-fn concat(chunks: Vec<bytes::Bytes>, len: usize) -> bytes::Bytes {
-    if chunks.len() == 1 {
-        return chunks.into_iter().next().unwrap_or_default();
-    }
-    let mut all = bytes::BytesMut::with_capacity(len);
-    chunks.iter().for_each(|c| all.extend_from_slice(c));
-    all.freeze()
-}
-
-type Sent = Result<
-    (
-        http::response::Parts,
-        Option<(bytes::Bytes, Option<HeaderMap>)>,
-    ),
-    String,
->;
 
 /// The primary's answer, its body copied for each comparing mirror in `answers`.
 pub(super) fn copy_answer(
