@@ -88,6 +88,10 @@ impl Body for CopyBody {
         let frame = ready!(this.inner.as_mut().poll_frame(cx));
         match &frame {
             Some(Ok(f)) => {
+                if this.kept.as_ref().is_some_and(|k| k.tx.is_closed()) {
+                    // The mirror is gone (it failed or timed out): nothing left to compare.
+                    *this.kept = None;
+                }
                 if let Some(k) = this.kept.as_mut() {
                     if let Some(data) = f.data_ref() {
                         k.len = k.len.saturating_add(data.len() as u64);
