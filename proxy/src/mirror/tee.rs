@@ -225,3 +225,62 @@ impl Body for MirrorBody {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::{BodyExt, StreamBody};
+
+    use super::*;
+
+    fn chunks(parts: &[&'static [u8]]) -> ProxyBody {
+        let frames: Vec<Result<Frame<Bytes>, BoxError>> = parts
+            .iter()
+            .map(|p| Ok(Frame::data(Bytes::from_static(p))))
+            .collect();
+        ProxyBody::new(StreamBody::new(futures_util::stream::iter(frames)))
+    }
+
+    async fn read_mirror(body: MirrorBody) -> Result<Bytes, BoxError> {
+        Ok(body.collect().await?.to_bytes())
+    }
+
+    #[tokio::test]
+    async fn the_copy_is_the_whole_body_and_the_primary_is_unchanged() {
+        let (sink, mirror, state) = channel(100, None);
+        let tee = TeeBody::new(chunks(&[b"ab", b"cd", b"e"]), vec![sink]);
+        let primary = tee.collect().await.unwrap().to_bytes();
+        assert_eq!(&primary[..], b"abcde");
+        assert_eq!(&read_mirror(mirror).await.unwrap()[..], b"abcde");
+        assert_eq!(state.get(), Fed::Streaming);
+    }
+
+    #[tokio::test]
+    async fn a_copy_over_max_body_is_cut_off_and_the_primary_goes_on() {
+        let (sink, mirror, state) = channel(10, None);
+        let tee = TeeBody::new(chunks(&[b"12345678", b"12345678"]), vec![sink]);
+        let primary = tee.collect().await.unwrap().to_bytes();
+        assert_eq!(primary.len(), 16);
+        assert!(read_mirror(mirror).await.is_err());
+        assert_eq!(state.get(), Fed::TooLarge);
+    }
+
+    #[tokio::test]
+    async fn a_primary_body_dropped_early_cancels_the_copy() {
+        let (sink, mirror, state) = channel(100, None);
+        let mut tee = TeeBody::new(chunks(&[b"ab", b"cd"]), vec![sink]);
+        let first = tee.frame().await.unwrap().unwrap();
+        assert_eq!(first.into_data().unwrap(), "ab");
+        drop(tee);
+        assert!(read_mirror(mirror).await.is_err());
+        assert_eq!(state.get(), Fed::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn an_empty_body_ends_its_copy_without_being_polled() {
+        let (sink, mirror, state) = channel(100, Some(0));
+        let tee = TeeBody::new(crate::body::empty(), vec![sink]);
+        drop(tee);
+        assert!(read_mirror(mirror).await.unwrap().is_empty());
+        assert_eq!(state.get(), Fed::Streaming);
+    }
+}
