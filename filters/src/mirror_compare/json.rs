@@ -63,7 +63,8 @@ impl Walk {
                 }
                 for (k, cv) in co {
                     if !po.contains_key(k) {
-                        self.differ(&format!("{at}/{k}"), None, Some(cv));
+                        let pointer = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                        self.differ(&pointer, None, Some(cv));
                     }
                 }
             }
