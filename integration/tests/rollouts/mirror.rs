@@ -239,6 +239,16 @@ async fn a_request_over_max_body_is_served_and_not_mirrored() -> anyhow::Result<
         ]),
     );
     let ferry = start(&cfg).await?;
+    // The effective config spells out the mirror with its defaults.
+    let dump = Admin::new(ferry.admin()).config_dump().await?;
+    let shown = &dump["config"]["listeners"][0]["routes"][0]["mirror"][0];
+    assert_eq!(
+        shown,
+        &json!({ "cluster": "next", "fraction": 1.0, "compare": "oip",
+                 "tolerance": { "abs": 1e-4, "rel": 1e-3 }, "max_body": 1024,
+                 "timeout": "10s", "max_in_flight": 64 }),
+        "{dump}"
+    );
     let addr = ferry.listener(LISTENER)?;
     let client = HttpClient::http1();
     let big = vec![b' '; 4096];
