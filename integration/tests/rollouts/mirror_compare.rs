@@ -1,6 +1,7 @@
 //! `routes[].mirror` with `compare: oip`: a candidate whose answer differs in one element by
 //! 1e-2 is a mismatch naming the tensor and the index, an identical one a match, over REST
-//! JSON, REST with the binary extension, and gRPC.
+//! JSON, REST with the binary extension, and gRPC; on a translating route the candidate gets
+//! the translated request.
 
 use std::collections::HashSet;
 
@@ -170,6 +171,62 @@ async fn answers_are_compared_over_rest_json_rest_binary_and_grpc() -> anyhow::R
         ferry
             .logs()
             .contains("mirror answer differs from the primary's")
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_translated_route_mirrors_the_translated_request() -> anyhow::Result<()> {
+    let primary = OipModel::start(0.0).await?;
+    let off = OipModel::start(1e-2).await?;
+    let cfg = config(
+        json!([{ "name": "infer", "to": "primary",
+                 "translate": { "from": "rest", "to": "grpc" },
+                 "mirror": [{ "cluster": "off", "fraction": 1, "compare": "oip" }] }]),
+        json!([
+            h2_cluster("primary", primary.addr()),
+            h2_cluster("off", off.addr())
+        ]),
+    );
+    let ferry = start(&cfg).await?;
+    let addr = ferry.listener(LISTENER)?;
+    let req = request(
+        Method::POST,
+        addr,
+        INFER,
+        &[
+            ("x-request-id", "translated"),
+            ("content-type", "application/json"),
+        ],
+        body_full(json_body()),
+    )?;
+    let reply = HttpClient::http1().call(req).await?;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    // The caller gets REST JSON back from the gRPC primary.
+    assert_eq!(reply.json::<Value>()?["outputs"][0]["datatype"], "FP32");
+    eventually(PATIENCE, || async {
+        let m = Admin::new(ferry.admin()).metrics().await?;
+        let n = m.sum(
+            "ferry_mirror_compare_total",
+            &[("cluster", "off"), ("result", "mismatch")],
+        );
+        anyhow::ensure!(n == 1.0, "{n} mismatches");
+        Ok(())
+    })
+    .await?;
+    // Both upstreams got the gRPC request: the candidate gets what the primary gets.
+    let seen = off.seen();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].grpc, "{seen:?}");
+    assert!(primary.seen()[0].grpc);
+    let samples = Admin::new(ferry.admin())
+        .get("/mirror")
+        .await?
+        .json::<Value>()?;
+    let first = &samples["mismatches"][0];
+    assert_eq!(
+        (first["tensor"].as_str(), first["index"].as_u64()),
+        (Some("probs"), Some(1))
     );
     Ok(())
 }

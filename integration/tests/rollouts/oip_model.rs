@@ -41,6 +41,8 @@ pub struct Seen {
     pub mirror: Option<String>,
     /// Whether its body arrived whole.
     pub whole: bool,
+    /// Whether it was a gRPC call.
+    pub grpc: bool,
 }
 
 #[derive(Debug, Default)]
@@ -110,9 +112,11 @@ async fn answer(state: Arc<State>, req: Request<Incoming>) -> Response<RespBody>
         host,
         mirror: header("x-ferry-mirror"),
         whole: false,
+        grpc: false,
     };
     let binary = header("inference-header-content-length").is_some();
     let grpc = header("content-type").is_some_and(|c| c.starts_with("application/grpc"));
+    seen.grpc = grpc;
     // The whole request is read, as a model server does.
     seen.whole = req.into_body().collect().await.is_ok();
     state.seen.lock().unwrap().push(seen);
