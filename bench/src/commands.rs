@@ -216,6 +216,55 @@ pub fn load_report(args: LoadReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Options of `ferry-bench mirror`.
+#[derive(Debug, clap::Args)]
+pub struct MirrorArgs {
+    /// Requests per second, open loop.
+    #[arg(long, default_value_t = 2000)]
+    rate: u32,
+    /// Seconds of measured load per run.
+    #[arg(long, default_value_t = 10.0)]
+    secs: f64,
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// Repetitions (each runs every variant).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Results directory (default bench/results/<date>-mirror).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The ferry binary (default: beside this binary, else <target>/release/ferry).
+    #[arg(long)]
+    ferry: Option<PathBuf>,
+}
+
+pub fn mirror(args: MirrorArgs) -> anyhow::Result<ExitCode> {
+    use ferry_bench::mirror::{self, Options};
+    let workspace = driver::workspace_root();
+    let target = target_dir(&workspace);
+    let opts = Options {
+        ferry: ferry_binary(args.ferry, &target)?,
+        out: args.out.unwrap_or_else(|| {
+            workspace
+                .join("bench/results")
+                .join(format!("{}-mirror", today()))
+        }),
+        work: target.join("bench-work/mirror"),
+        rate: args.rate,
+        secs: args.secs,
+        connections: args.connections,
+        reps: args.reps,
+    };
+    let runs = mirror::run(&opts)?;
+    println!("results: {}", opts.out.display());
+    if runs.iter().any(|r| r.failed > 0) {
+        eprintln!("ferry-bench mirror: some primary requests failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The build directory: `CARGO_TARGET_DIR`, else `<workspace>/target`.
 fn target_dir(workspace: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")

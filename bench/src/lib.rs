@@ -14,6 +14,7 @@ pub mod faults;
 pub mod load_report;
 pub mod loadgen;
 pub mod machine;
+pub mod mirror;
 pub mod mtls;
 pub mod otlp_sink;
 pub mod peers;

@@ -14,7 +14,9 @@ use ferry_bench::targets::{Kind, with_baseline};
 
 mod commands;
 
-use commands::{FaultsArgs, LoadReportArgs, SpreadArgs, faults, load_report, spread};
+use commands::{
+    FaultsArgs, LoadReportArgs, MirrorArgs, SpreadArgs, faults, load_report, mirror, spread,
+};
 
 /// Benchmarks ferry beside Envoy, HAProxy and nginx on loopback.
 #[derive(Debug, Parser)]
@@ -79,6 +81,10 @@ enum Sub {
     /// by the balancer, and with its own added (see bench/README.md); writes results.md and
     /// results.json.
     LoadReport(LoadReportArgs),
+    /// Mirroring: ferry's CPU per primary request with 10 % and 100 % mirrored vs none, the
+    /// mirror's own cost apart, and the primary's p99 with a hung candidate (see
+    /// bench/README.md); writes results.md and results.json.
+    Mirror(MirrorArgs),
     /// One endpoint of the faults bench (used by `faults`; prints "listening <addr>", takes
     /// `normal`, `hang`, `reset`, `count` on stdin, exits when stdin closes).
     FaultUpstream {
@@ -131,6 +137,7 @@ fn main() -> ExitCode {
         Some(Sub::FaultUpstream { listen }) => fault_upstream(listen),
         Some(Sub::Spread(args)) => spread(args),
         Some(Sub::LoadReport(args)) => load_report(args),
+        Some(Sub::Mirror(args)) => mirror(args),
         None => bench(cli),
     };
     match result {

@@ -131,6 +131,7 @@ fn listener(name: &str, address: SocketAddr, cluster: &str) -> Listener {
             access_log: true,
             load_report: Default::default(),
             fault: None,
+            mirror: Vec::new(),
         }],
         limits: ListenerLimits {
             max_request_headers_bytes: defaults::MAX_REQUEST_HEADERS_BYTES,

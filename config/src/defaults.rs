@@ -109,3 +109,17 @@ pub const TRACING_QUEUE: usize = 2048;
 pub const MAX_TRACING_QUEUE: usize = 1 << 20;
 /// `access_log[].sample`.
 pub const ACCESS_LOG_SAMPLE: f64 = 1.0;
+/// `routes[].mirror[].compare`.
+pub const MIRROR_COMPARE: crate::ir::Compare = crate::ir::Compare::None;
+/// `routes[].mirror[].tolerance.abs`.
+pub const MIRROR_TOLERANCE_ABS: f64 = 1e-4;
+/// `routes[].mirror[].tolerance.rel`.
+pub const MIRROR_TOLERANCE_REL: f64 = 1e-3;
+/// `routes[].mirror[].max_body`: 16 MiB, a large image batch; bounds the copy of the request
+/// and of the primary's answer each mirrored request may hold.
+pub const MIRROR_MAX_BODY: u64 = 16 * 1024 * 1024;
+/// `routes[].mirror[].timeout`: how long a mirrored request may take, answer included.
+pub const MIRROR_TIMEOUT: Duration = Duration::from_secs(10);
+/// `routes[].mirror[].max_in_flight`: mirrored requests in flight per route and candidate;
+/// over it a mirror is dropped, so a hung candidate holds at most this many copies.
+pub const MIRROR_MAX_IN_FLIGHT: u32 = 64;

@@ -22,6 +22,7 @@ mod access_log;
 mod cluster;
 mod fault;
 mod limits;
+mod mirror;
 mod tls;
 mod tracing;
 
@@ -257,6 +258,9 @@ fn route(r: &Route) -> Value {
     }
     if let Some(f) = &r.fault {
         out.insert("fault".into(), fault::fault(f));
+    }
+    if !r.mirror.is_empty() {
+        out.insert("mirror".into(), mirror::mirrors(&r.mirror));
     }
     Value::Object(out)
 }

@@ -15,6 +15,7 @@ mod access_log;
 mod cluster;
 mod fault;
 mod limits;
+mod mirror;
 mod route;
 mod tensors;
 mod tls;
@@ -32,6 +33,7 @@ pub use limits::{
     Concurrency, KeyPart, LimitAmount, LimitMode, OnFailure, Override, RateLimit, Redis, Scope,
     TokenBudget, TokenCharge,
 };
+pub use mirror::{Compare, Mirror, Tolerance};
 pub use route::{
     Action, DirectResponse, HeaderEdits, HeaderMatch, ModelMatch, PathMatch, PathTemplate,
     PrefixRewrite, RetryOn, RetryPolicy, Route, RouteLoadReport, RouteMatch, StringMatch,

@@ -13,6 +13,7 @@ mod cluster;
 mod fault;
 mod lb;
 mod limits;
+mod mirror;
 mod route;
 mod scalars;
 mod shorthand;
@@ -32,12 +33,14 @@ pub use limits::{
     ConcurrencySpec, KeyPartText, KeyValues, LimitModeSpec, OnFailureSpec, OverrideSpec,
     RateLimitSpec, RedisSpec, ScopeSpec, TokenChargeSpec,
 };
+pub use mirror::{CompareSpec, MirrorSpec, ToleranceSpec};
 pub use route::{
     DirectResponseSpec, HeaderEditsSpec, HeaderMatchSpec, ModelMatchSpec, PathMatchSpec,
     PrefixRewriteSpec, ProbeSpec, RawRoute, RetryOnSpec, RetrySpec, RouteLoadReportSpec,
     RouteMatchSpec, StreamingSpec, TranslateProtocolSpec, TranslateSpec, UnknownFieldsSpec,
     UpstreamBinarySpec, WireSpec,
 };
+pub use scalars::{ByteSizeText, NonNegativeText};
 pub use scalars::{
     DurationText, HashKeyPartText, HeaderNameText, HostPortText, LoadFactorText, PercentNumberText,
     PercentText, RatioText, SocketAddrText, Text, WeightText,

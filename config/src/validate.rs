@@ -21,6 +21,7 @@ mod fault;
 mod hash_lb;
 mod limits;
 mod matchers;
+mod mirror;
 mod redis;
 mod route;
 mod spiffe;

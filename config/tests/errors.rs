@@ -317,7 +317,7 @@ fn unknown_fields_name_the_field_and_list_the_expected_ones() {
     );
     assert_eq!(
         one_error(&with_route("        to: up\n        tiemout: 1s\n")),
-        r#"routes.yaml:8:9: listeners[0].routes[0].tiemout: unknown field "tiemout" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate, validate_tensors, authorization, rate_limit, concurrency, access_log, load_report, fault)"#
+        r#"routes.yaml:8:9: listeners[0].routes[0].tiemout: unknown field "tiemout" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate, validate_tensors, authorization, rate_limit, concurrency, access_log, load_report, fault, mirror)"#
     );
     assert_eq!(
         one_error(&with_route("        to: [{ cluster: up, wieght: 2 }]\n")),
@@ -353,7 +353,7 @@ fn unknown_fields_are_reported_with_every_other_error() {
         all,
         vec![
             r#"routes.yaml:7:13: listeners[0].routes[0].to: unknown cluster "nowhere" (expected one of: up)"#,
-            r#"routes.yaml:8:9: listeners[0].routes[0].colour: unknown field "colour" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate, validate_tensors, authorization, rate_limit, concurrency, access_log, load_report, fault)"#,
+            r#"routes.yaml:8:9: listeners[0].routes[0].colour: unknown field "colour" (expected one of: name, match, to, direct_response, request_headers, response_headers, prefix_rewrite, timeout, retry, translate, validate_tensors, authorization, rate_limit, concurrency, access_log, load_report, fault, mirror)"#,
             r#"routes.yaml:9:18: listeners[0].routes[0].timeout: invalid duration "5 sec" (expected e.g. "500ms", "2s", "5m")"#,
             r#"routes.yaml:13:5: clusters[0].bogus: unknown field "bogus" (expected one of: name, endpoints, dns, original_authority, protocol, lb, connect_timeout, idle_timeout, outlier, tls, slow_start)"#,
         ]

@@ -11,6 +11,7 @@ pub mod failure;
 pub mod fault;
 pub mod limits;
 pub mod load_report;
+pub mod mirror_compare;
 pub mod model_name;
 pub mod prompt_prefix;
 pub mod tensor_check;

@@ -27,17 +27,17 @@ mod endpoint;
 mod error;
 pub(crate) mod grpc_frame;
 mod grpc_message;
-mod grpc_to_rest;
+pub(crate) mod grpc_to_rest;
 pub(crate) mod json_in;
 pub(crate) mod json_out;
 mod layer;
 pub mod pb;
-mod raw;
+pub(crate) mod raw;
 mod rest_to_grpc;
 mod section_stream;
 mod service;
-mod tensor;
-mod tensor_data;
+pub(crate) mod tensor;
+pub(crate) mod tensor_data;
 
 #[cfg(test)]
 mod tests;

@@ -68,6 +68,12 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
                 .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             resp
         }
+        "/mirror" => {
+            let mut resp = Response::new(full(shared.metrics.mirror.samples.json()));
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            resp
+        }
         "/metrics" => {
             shared.limits.export(&shared.metrics);
             // Prometheus asks for OpenMetrics when exemplar storage is on; only that format
@@ -89,7 +95,7 @@ fn answer(shared: &Shared, req: &Request<Incoming>) -> Response<ProxyBody> {
         }
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found; try / /live /ready /config_dump /metrics /stats /recent /tap\n",
+            "not found; try / /live /ready /config_dump /metrics /stats /recent /mirror /tap\n",
         ),
     }
 }

@@ -172,3 +172,20 @@ pub fn fault(config: Option<&ferry_config::Fault>) -> Option<ferry_filters::faul
             .and_then(|h| http::HeaderName::from_bytes(h.as_bytes()).ok()),
     })
 }
+
+/// The comparison settings of a route's mirror.
+pub fn mirror_compare(m: &ferry_config::Mirror) -> ferry_filters::mirror_compare::CompareSettings {
+    use ferry_filters::mirror_compare::{CompareMode, CompareSettings, Tolerance};
+    CompareSettings {
+        mode: match m.compare {
+            ferry_config::Compare::None => CompareMode::None,
+            ferry_config::Compare::Oip => CompareMode::Oip,
+            ferry_config::Compare::Json => CompareMode::Json,
+        },
+        tolerance: Tolerance {
+            abs: m.tolerance.abs,
+            rel: m.tolerance.rel,
+        },
+        max_body: m.max_body,
+    }
+}

@@ -18,6 +18,7 @@ pub mod headers;
 pub mod limits;
 pub mod listener;
 pub mod metrics;
+pub mod mirror;
 pub mod recent;
 mod reload;
 pub mod request_body;

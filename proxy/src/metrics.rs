@@ -11,9 +11,11 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 mod labels;
+mod mirror;
 mod route;
 
 pub use self::labels::*;
+pub use self::mirror::*;
 pub use self::route::*;
 
 /// Every metric ferry exports.
@@ -43,6 +45,8 @@ pub struct Metrics {
     pub retries: Family<RetryLabels, Counter>,
     /// `ferry_faults_injected_total`: delays and aborts injected by routes' `fault`.
     pub faults_injected: Family<FaultLabels, Counter>,
+    /// `ferry_mirror_*`: routes' mirrors and their comparisons.
+    pub mirror: MirrorMetrics,
     /// `ferry_tensor_metadata_fetch_failures_total`: `validate_tensors` let a request through
     /// unchecked because the model's metadata could not be fetched.
     pub tensor_metadata_fetch_failures: Family<RouteLabels, Counter>,
@@ -120,6 +124,7 @@ impl Metrics {
             ejections: Family::default(),
             retries: Family::default(),
             faults_injected: Family::default(),
+            mirror: MirrorMetrics::new(),
             tensor_metadata_fetch_failures: Family::default(),
             active_connections: Family::default(),
             active_requests: Family::default(),
@@ -197,6 +202,7 @@ impl Metrics {
             "Faults injected by routes' fault settings, by kind (delay, abort)",
             m.faults_injected.clone(),
         );
+        m.mirror.register(&mut registry);
         registry.register(
             "ferry_tensor_metadata_fetch_failures",
             "Requests let through unchecked because model metadata could not be fetched",

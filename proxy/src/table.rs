@@ -140,9 +140,12 @@ impl Table {
             for (ri, r) in l.routes.iter().enumerate() {
                 let definition = definition(&config, li, ri);
                 let targets = targets(r, &clusters)?;
+                let mirrors = mirrors(r, &clusters)?;
                 let reused = old
                     .get(r.name.as_str())
-                    .filter(|e| e.definition == definition && same_clusters(&e.clusters, &targets))
+                    .filter(|e| {
+                        e.definition == definition && same_clusters(&e.clusters, &targets, &mirrors)
+                    })
                     .filter(|_| r.translate.as_ref().is_none_or(|t| t.descriptor.is_none()));
                 let entry = match reused {
                     Some(e) => Arc::clone(e),
@@ -150,7 +153,7 @@ impl Table {
                         r,
                         &name,
                         definition,
-                        targets,
+                        (targets, mirrors),
                         descriptors.transcoder(&l.name, &r.name),
                         Checks {
                             authorization: route_authorization(r)?,
@@ -345,9 +348,36 @@ fn targets(
         .collect()
 }
 
-fn same_clusters(old: &[Arc<Cluster>], new: &[(u32, Arc<Cluster>)]) -> bool {
-    old.len() == new.len() && old.iter().zip(new).all(|(a, (_, b))| Arc::ptr_eq(a, b))
+/// The route's mirrors' candidate clusters, in `mirror` order.
+fn mirrors(
+    r: &Route,
+    clusters: &HashMap<String, Arc<Cluster>>,
+) -> Result<Vec<Arc<Cluster>>, UnknownCluster> {
+    r.mirror
+        .iter()
+        .map(|m| {
+            clusters
+                .get(&m.cluster)
+                .cloned()
+                .ok_or_else(|| UnknownCluster {
+                    route: r.name.clone(),
+                    cluster: m.cluster.clone(),
+                })
+        })
+        .collect()
 }
+
+fn same_clusters(
+    old: &[Arc<Cluster>],
+    new: &[(u32, Arc<Cluster>)],
+    mirrors: &[Arc<Cluster>],
+) -> bool {
+    let new = new.iter().map(|(_, c)| c).chain(mirrors);
+    old.len() == new.clone().count() && old.iter().zip(new).all(|(a, b)| Arc::ptr_eq(a, b))
+}
+
+/// A route's weighted clusters and its mirrors' clusters.
+type RouteClusters = (Vec<(u32, Arc<Cluster>)>, Vec<Arc<Cluster>>);
 
 // === impl RouteEntry ===
 
@@ -356,7 +386,7 @@ impl RouteEntry {
         r: &Route,
         listener: &Arc<str>,
         definition: String,
-        targets: Vec<(u32, Arc<Cluster>)>,
+        (targets, mirrors): RouteClusters,
         transcoder: Option<ferry_filters::transcode::Transcoder>,
         checks: Checks,
         cx: Context<'_>,
@@ -391,6 +421,7 @@ impl RouteEntry {
                 route: r,
                 labels,
                 targets: &targets,
+                mirrors: &mirrors,
                 transcoder,
                 state: &state,
                 authorization: checks.authorization,
@@ -413,7 +444,7 @@ impl RouteEntry {
             name,
             config: r.clone(),
             definition,
-            clusters: targets.into_iter().map(|(_, c)| c).collect(),
+            clusters: targets.into_iter().map(|(_, c)| c).chain(mirrors).collect(),
             state,
             service,
             model_label,

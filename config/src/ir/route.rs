@@ -47,6 +47,8 @@ pub struct Route {
     pub load_report: RouteLoadReport,
     /// Faults injected for drills; `None` = none.
     pub fault: Option<super::Fault>,
+    /// Mirrors to candidate clusters. Empty = none.
+    pub mirror: Vec<super::Mirror>,
 }
 
 /// What a route does with load reports on its answers.

@@ -52,6 +52,10 @@ pub struct RawRoute {
     pub load_report: Option<RouteLoadReportSpec>,
     /// Faults injected for drills (delays, aborts); omitted = none.
     pub fault: Option<super::FaultSpec>,
+    /// Copies of a share of requests sent to candidate clusters, whose answers never reach
+    /// the caller and may be compared with the primary's. Omitted = none.
+    #[serde(default)]
+    pub mirror: Vec<super::MirrorSpec>,
 }
 
 /// What a route does with load reports (`endpoint-load-metrics*`) on its answers.

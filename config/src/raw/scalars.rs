@@ -200,3 +200,32 @@ text_type!(
         "examples": ["header:x-session-id", "cookie:session", "model", "client", "prompt_prefix:512"]
     }
 );
+
+text_type!(
+    /// A number >= 0 such as `1e-4` (a comparison tolerance).
+    NonNegativeText,
+    "a number >= 0 such as 1e-4",
+    {
+        "type": "number",
+        "description": "A finite number >= 0.",
+        "minimum": 0,
+        "examples": [0.0001, 0.001, 0]
+    }
+);
+
+text_type!(
+    /// A size in bytes: an integer, or a number with `B`, `KiB`, `MiB` or `GiB`.
+    ByteSizeText,
+    "a size such as 16MiB or 65536",
+    {
+        "anyOf": [
+            { "type": "integer", "minimum": 0 },
+            {
+                "type": "string",
+                "description": "A size: an integer number of bytes, optionally followed by B, KiB, MiB or GiB.",
+                "pattern": "^[0-9]+(B|KiB|MiB|GiB)?$"
+            }
+        ],
+        "examples": ["16MiB", "64KiB", 65536]
+    }
+);

@@ -102,6 +102,7 @@ fn route(ctx: &mut Ctx<'_>, path: &str, r: &RawRoute, clusters: &[&str], has_red
         access_log: r.access_log.unwrap_or(true),
         load_report: route_load_report(ctx, path, r),
         fault: super::fault::fault(ctx, &format!("{path}.fault"), r.fault.as_ref()),
+        mirror: super::mirror::mirrors(ctx, &format!("{path}.mirror"), r, clusters),
         name: r.name.0.clone(),
         matcher,
         // A stand-in when invalid: the errors already recorded stop this config being used.

@@ -24,7 +24,7 @@ use super::rest_to_grpc::BINARY_DATA_OUTPUT;
 
 mod answer;
 
-pub(crate) use self::answer::response;
+pub(crate) use self::answer::{response, rest_outputs};
 
 /// The REST request to send upstream.
 #[derive(Debug)]

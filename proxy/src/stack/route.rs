@@ -26,6 +26,7 @@ use crate::direct::Direct;
 use crate::filter_settings;
 use crate::forward::{BalanceLayer, EndpointClient, HashKeyLayer, RetryLayer, Split, TimeoutLayer};
 use crate::metrics::{FaultLabels, Metrics, RouteLabels};
+use crate::mirror::{MirrorLayer, MirrorTarget, TargetParts};
 use crate::request_meta::Outcome;
 use crate::rewrite::{Edits, RewriteLayer};
 use crate::route::ShareableService;
@@ -43,6 +44,8 @@ pub struct RouteParts<'a> {
     pub labels: RouteLabels,
     /// Its weighted clusters (empty for a direct response).
     pub targets: &'a [(u32, Arc<Cluster>)],
+    /// Its mirrors' candidate clusters, in `route.mirror` order.
+    pub mirrors: &'a [Arc<Cluster>],
     /// Its descriptor-set transcoder, if it transcodes.
     pub transcoder: Option<Transcoder>,
     /// Its state (kept across reloads).
@@ -148,8 +151,40 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
         .option_layer(p.tracing)
         // The filters above, in that order; absent ones are not there at all.
         .layer(filters)
+        // Mirrors: around the split, so a candidate gets what the primary upstream gets
+        // (translated) and never the route's timeout or retries.
+        .option_layer(mirror_layer(r, p.mirrors, &p.labels, metrics))
         .service(destination(r, p.targets, p.state, &p.labels, metrics));
     RouteService::new(stack)
+}
+
+/// The route's mirrors, if it has any.
+fn mirror_layer(
+    r: &Route,
+    clusters: &[Arc<Cluster>],
+    labels: &RouteLabels,
+    metrics: &Arc<Metrics>,
+) -> Option<MirrorLayer> {
+    let targets = r
+        .mirror
+        .iter()
+        .zip(clusters)
+        .map(|(m, cluster)| {
+            MirrorTarget::new(
+                TargetParts {
+                    cluster: cluster.clone(),
+                    fraction: m.fraction,
+                    compare: filter_settings::mirror_compare(m),
+                    timeout: m.timeout,
+                    max_in_flight: m.max_in_flight,
+                    listener: labels.listener.0.clone(),
+                    route: labels.route.0.clone(),
+                },
+                metrics,
+            )
+        })
+        .collect();
+    MirrorLayer::new(targets)
 }
 
 /// Where the route sends requests: a direct response, or a weighted split over clusters,

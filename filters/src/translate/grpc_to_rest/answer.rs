@@ -138,25 +138,38 @@ fn upstream_error(status: StatusCode, body: &[u8]) -> TranslateError {
     }
 }
 
+/// The header of a REST infer answer and its checked output tensors (JSON `data` or binary
+/// sections), each bounded by `limit`: the one reader of REST answers, shared by gRPC → REST
+/// translation and the mirror's comparison.
+pub(crate) fn rest_outputs(
+    header_len: Option<&str>,
+    body: Bytes,
+    limit: u64,
+) -> Result<(json_in::InferJson, Vec<tensor::Tensor>), TranslateError> {
+    let upstream = |e: TranslateError| TranslateError::BadUpstream(e.to_string());
+    let (json, tail) = split_body(body, header_len).map_err(upstream)?;
+    let budget = Budget::new(limit);
+    let mut parsed = json_in::parse_infer(&json, &budget).map_err(upstream)?;
+    let mut sections = Sections::new(tail);
+    let mut names = HashSet::new();
+    let outputs = std::mem::take(&mut parsed.outputs);
+    let mut tensors = Vec::with_capacity(outputs.len());
+    for (i, t) in outputs.into_iter().enumerate() {
+        tensors.push(
+            tensor::check("output", i, t, &mut names, &mut sections, &budget).map_err(upstream)?,
+        );
+    }
+    sections.finish().map_err(upstream)?;
+    Ok((parsed, tensors))
+}
+
 fn infer_response(
     plan: &GrpcPlan,
     header_len: Option<&str>,
     body: Bytes,
     limit: u64,
 ) -> Result<VecDeque<Bytes>, TranslateError> {
-    let upstream = |e: TranslateError| TranslateError::BadUpstream(e.to_string());
-    let (json, tail) = split_body(body, header_len).map_err(upstream)?;
-    let budget = Budget::new(limit);
-    let parsed = json_in::parse_infer(&json, &budget).map_err(upstream)?;
-    let mut sections = Sections::new(tail);
-    let mut names = HashSet::new();
-    let mut tensors = Vec::with_capacity(parsed.outputs.len());
-    for (i, t) in parsed.outputs.into_iter().enumerate() {
-        tensors.push(
-            tensor::check("output", i, t, &mut names, &mut sections, &budget).map_err(upstream)?,
-        );
-    }
-    sections.finish().map_err(upstream)?;
+    let (parsed, tensors) = rest_outputs(header_len, body, limit)?;
     let go_raw = plan.used_raw || tensors.iter().any(|t| !t.dt.has_typed_form());
     let mut raw_out = Vec::new();
     let mut outputs = Vec::with_capacity(tensors.len());
