@@ -24,6 +24,7 @@ mod layer;
 mod nested;
 mod oip_to_v1;
 mod service;
+pub mod tfserving;
 mod v1_to_oip;
 
 #[cfg(test)]
