@@ -183,12 +183,7 @@ fn route(r: &Route) -> Value {
         out.insert("retry".into(), retry_policy(retry));
     }
     if let Some(t) = &r.translate {
-        let (from, to) = match t.direction {
-            TranslateDirection::RestToGrpc => ("rest", "grpc"),
-            TranslateDirection::GrpcToRest => ("grpc", "rest"),
-            TranslateDirection::OipRestToKserveV1 => ("oip-v2-rest", "kserve-v1"),
-            TranslateDirection::KserveV1ToOipRest => ("kserve-v1", "oip-v2-rest"),
-        };
+        let (from, to) = t.direction.names();
         let mut spec = json!({
             "from": from,
             "to": to,

@@ -30,6 +30,7 @@ mod tls;
 mod tracing;
 mod transcode;
 mod translate;
+mod translate_tfserving;
 mod values;
 
 pub(crate) use limits::key_part_text;
