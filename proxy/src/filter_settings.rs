@@ -73,15 +73,14 @@ pub fn bridge(config: Option<&Translate>) -> Option<BridgeSettings> {
 /// caller's side sits outside the OIP translator, the upstream's side inside it.
 pub fn tfserving(config: Option<&Translate>, upstream: bool) -> Option<TfServingSettings> {
     let t = config?;
-    let direction = match t.direction {
-        TranslateDirection::TfservingGrpcToOipRest | TranslateDirection::TfservingGrpcToOipGrpc => {
-            TfServingDirection::CallerToOip
-        }
-        TranslateDirection::OipRestToTfservingGrpc | TranslateDirection::OipGrpcToTfservingGrpc => {
-            TfServingDirection::OipToUpstream
-        }
-        _ => return None,
-    };
+    let direction =
+        match t.direction {
+            TranslateDirection::TfservingGrpcToOipRest
+            | TranslateDirection::TfservingGrpcToOipGrpc => TfServingDirection::CallerToOip,
+            TranslateDirection::OipRestToTfservingGrpc
+            | TranslateDirection::OipGrpcToTfservingGrpc => TfServingDirection::OipToUpstream,
+            _ => return None,
+        };
     if upstream != (direction == TfServingDirection::OipToUpstream) {
         return None;
     }

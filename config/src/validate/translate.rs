@@ -120,10 +120,18 @@ fn direction(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
         (WireSpec::OipV2Rest, WireSpec::KserveV1) => TranslateDirection::OipRestToKserveV1,
         (WireSpec::KserveV1, WireSpec::OipV2Rest) => TranslateDirection::KserveV1ToOipRest,
         (WireSpec::KserveV1, WireSpec::OipV2Grpc) => TranslateDirection::KserveV1ToOipGrpc,
-        (WireSpec::TfservingGrpc, WireSpec::OipV2Rest) => TranslateDirection::TfservingGrpcToOipRest,
-        (WireSpec::TfservingGrpc, WireSpec::OipV2Grpc) => TranslateDirection::TfservingGrpcToOipGrpc,
-        (WireSpec::OipV2Rest, WireSpec::TfservingGrpc) => TranslateDirection::OipRestToTfservingGrpc,
-        (WireSpec::OipV2Grpc, WireSpec::TfservingGrpc) => TranslateDirection::OipGrpcToTfservingGrpc,
+        (WireSpec::TfservingGrpc, WireSpec::OipV2Rest) => {
+            TranslateDirection::TfservingGrpcToOipRest
+        }
+        (WireSpec::TfservingGrpc, WireSpec::OipV2Grpc) => {
+            TranslateDirection::TfservingGrpcToOipGrpc
+        }
+        (WireSpec::OipV2Rest, WireSpec::TfservingGrpc) => {
+            TranslateDirection::OipRestToTfservingGrpc
+        }
+        (WireSpec::OipV2Grpc, WireSpec::TfservingGrpc) => {
+            TranslateDirection::OipGrpcToTfservingGrpc
+        }
         (a, b) if a == b => {
             ctx.error(
                 &format!("{path}.to"),
@@ -208,8 +216,18 @@ fn signature(
         );
         ok = false;
     }
-    let inputs = tensors(ctx, &format!("{field}.inputs"), &spec.inputs, &JSON_DATATYPES);
-    let outputs = tensors(ctx, &format!("{field}.outputs"), &spec.outputs, &JSON_DATATYPES);
+    let inputs = tensors(
+        ctx,
+        &format!("{field}.inputs"),
+        &spec.inputs,
+        &JSON_DATATYPES,
+    );
+    let outputs = tensors(
+        ctx,
+        &format!("{field}.outputs"),
+        &spec.outputs,
+        &JSON_DATATYPES,
+    );
     let signature = Signature {
         inputs: inputs?,
         outputs: outputs?,

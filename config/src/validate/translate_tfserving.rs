@@ -26,8 +26,18 @@ pub(super) fn signature(
         );
         ok = false;
     }
-    let inputs = tensors(ctx, &format!("{field}.inputs"), &spec.inputs, &ALL_DATATYPES);
-    let outputs = tensors(ctx, &format!("{field}.outputs"), &spec.outputs, &ALL_DATATYPES);
+    let inputs = tensors(
+        ctx,
+        &format!("{field}.inputs"),
+        &spec.inputs,
+        &ALL_DATATYPES,
+    );
+    let outputs = tensors(
+        ctx,
+        &format!("{field}.outputs"),
+        &spec.outputs,
+        &ALL_DATATYPES,
+    );
     let signature = Signature {
         inputs: inputs?,
         outputs: outputs?,

@@ -15,15 +15,15 @@ use bytes::Bytes;
 use http::Response;
 use prost::Message;
 
+use super::TfServingSettings;
 use super::oip::{fit_inputs, fit_outputs, raw_tensor};
 use super::pb::{
-    Any, GetModelMetadataRequest, GetModelMetadataResponse, Int64Value, ModelSpec,
-    PredictRequest, PredictResponse, SIGNATURE_DEF_MAP_URL, SignatureDef, SignatureDefMap,
-    TensorInfo, VersionChoice,
+    Any, GetModelMetadataRequest, GetModelMetadataResponse, Int64Value, ModelSpec, PredictRequest,
+    PredictResponse, SIGNATURE_DEF_MAP_URL, SignatureDef, SignatureDefMap, TensorInfo,
+    VersionChoice,
 };
 use super::tensor::{Form, dtype_of, from_proto, shape_proto, to_proto};
 use super::unary::{Upstream, answer};
-use super::TfServingSettings;
 use crate::bridge::TensorSig;
 use crate::translate::pb::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use crate::translate::pb::{
@@ -152,10 +152,16 @@ async fn predict(
             &mut budget,
         )
         .map_err(bad_upstream)?;
-        outputs.insert(o.name.clone(), to_proto(&t, Form::Content).map_err(bad_upstream)?);
+        outputs.insert(
+            o.name.clone(),
+            to_proto(&t, Form::Content).map_err(bad_upstream)?,
+        );
     }
     if let Some(missing) = req.output_filter.iter().find(|f| !outputs.contains_key(*f)) {
-        return Err(bad(format!("output_filter names {missing:?}, which the model did not answer")).into());
+        return Err(bad(format!(
+            "output_filter names {missing:?}, which the model did not answer"
+        ))
+        .into());
     }
     let signature = req
         .model_spec
@@ -192,14 +198,19 @@ async fn metadata(
         name: name.clone(),
         version: version.clone(),
     };
-    let meta = up.unary(&format!("{OIP}ModelMetadata"), &ask, 0, &[]).await?;
+    let meta = up
+        .unary(&format!("{OIP}ModelMetadata"), &ask, 0, &[])
+        .await?;
     let meta = ModelMetadataResponse::decode(meta).map_err(bad_upstream)?;
     let ask = ModelReadyRequest {
         name: name.clone(),
         version: version.clone(),
     };
     let ready = up.unary(&format!("{OIP}ModelReady"), &ask, 0, &[]).await?;
-    if !ModelReadyResponse::decode(ready).map_err(bad_upstream)?.ready {
+    if !ModelReadyResponse::decode(ready)
+        .map_err(bad_upstream)?
+        .ready
+    {
         return Err(TranslateError::Upstream {
             code: code::UNAVAILABLE,
             http: http::StatusCode::SERVICE_UNAVAILABLE,

@@ -80,11 +80,17 @@ pub(crate) fn fit_inputs(
 }
 
 /// Checks that requested outputs are the signature's.
-pub(crate) fn fit_outputs(sig: Option<&Signature>, wanted: &[String]) -> Result<(), TranslateError> {
+pub(crate) fn fit_outputs(
+    sig: Option<&Signature>,
+    wanted: &[String],
+) -> Result<(), TranslateError> {
     let Some(sig) = sig.filter(|s| !s.outputs.is_empty()) else {
         return Ok(());
     };
-    match wanted.iter().find(|w| !sig.outputs.iter().any(|o| &o.name == *w)) {
+    match wanted
+        .iter()
+        .find(|w| !sig.outputs.iter().any(|o| &o.name == *w))
+    {
         Some(w) => Err(TranslateError::BadRequest(format!(
             "unknown output {w:?} (the signature's outputs: {})",
             names(&sig.outputs)
@@ -103,7 +109,10 @@ fn fits(s: &TensorSig, t: &RawTensor) -> Result<(), TranslateError> {
         )));
     }
     let dims_fit = s.shape.len() == t.shape.len()
-        && s.shape.iter().zip(&t.shape).all(|(&w, &g)| w == -1 || w == g);
+        && s.shape
+            .iter()
+            .zip(&t.shape)
+            .all(|(&w, &g)| w == -1 || w == g);
     if !dims_fit {
         return Err(TranslateError::BadRequest(format!(
             "input {:?} has shape {:?}, the signature says {:?}",

@@ -193,7 +193,10 @@ fn spend(budget: &mut u64, len: u64) -> Result<(), String> {
 fn strings(vals: &[Bytes], n: u64, budget: &mut u64) -> Result<Bytes, String> {
     let (len, each): (u64, Vec<&Bytes>) = match vals {
         [one] if n > 1 => (n.saturating_mul(4 + one.len() as u64), vec![one]),
-        _ if vals.len() as u64 == n => (vals.iter().map(|v| 4 + v.len() as u64).sum(), vals.iter().collect()),
+        _ if vals.len() as u64 == n => (
+            vals.iter().map(|v| 4 + v.len() as u64).sum(),
+            vals.iter().collect(),
+        ),
         _ => {
             return Err(format!(
                 "{} string_val elements for a shape of {n}",

@@ -126,7 +126,11 @@ pub(crate) fn call_headers(from: &HeaderMap) -> HeaderMap {
 }
 
 /// A unary gRPC answer: `msg` (plus raw entries of `raw_field`), status OK in trailers.
-pub(crate) fn answer<M: Message>(msg: &M, raw_field: u32, raw: &[Bytes]) -> Response<TranslateBody> {
+pub(crate) fn answer<M: Message>(
+    msg: &M,
+    raw_field: u32,
+    raw: &[Bytes],
+) -> Response<TranslateBody> {
     let mut trailers = HeaderMap::new();
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
     let chunks: VecDeque<Bytes> = encode_with_raw(msg, raw_field, raw);

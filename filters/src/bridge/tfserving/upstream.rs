@@ -106,8 +106,15 @@ async fn infer(
         .enumerate()
         .map(|(i, t)| {
             let raw = req.raw_input_contents.get(i);
-            raw_tensor(&t.name, &t.datatype, &t.shape, t.contents.as_ref(), raw, &mut budget)
-                .map(|r| (t.name.clone(), r))
+            raw_tensor(
+                &t.name,
+                &t.datatype,
+                &t.shape,
+                t.contents.as_ref(),
+                raw,
+                &mut budget,
+            )
+            .map(|r| (t.name.clone(), r))
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(bad)?;
