@@ -209,11 +209,19 @@ fn route(r: &Route) -> Value {
         }
         if let Some(sig) = &t.signature {
             spec["signature"] = signature(sig);
-            if let Some(o) = spec.as_object_mut() {
-                o.remove("protocol");
-            }
         }
-        if t.direction == TranslateDirection::GrpcToRest {
+        // `protocol` goes with the `rest`/`grpc` names only.
+        if !matches!(
+            t.direction,
+            TranslateDirection::RestToGrpc | TranslateDirection::GrpcToRest
+        ) && let Some(o) = spec.as_object_mut()
+        {
+            o.remove("protocol");
+        }
+        if matches!(
+            t.direction,
+            TranslateDirection::GrpcToRest | TranslateDirection::TfservingGrpcToOipRest
+        ) {
             spec["upstream_binary"] = match t.upstream_binary {
                 UpstreamBinary::On => true.into(),
                 UpstreamBinary::Off => false.into(),

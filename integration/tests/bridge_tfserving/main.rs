@@ -111,6 +111,16 @@ fn f32_bits(v: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// Every non-integer JSON number as the bits of the f32 it denotes.
+fn as_f32(v: &Value) -> Value {
+    match v {
+        Value::Number(n) if n.is_f64() => json!((n.as_f64().unwrap_or(f64::NAN) as f32).to_bits()),
+        Value::Array(a) => Value::Array(a.iter().map(as_f32).collect()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), as_f32(v))).collect()),
+        other => other.clone(),
+    }
+}
+
 /// A TF Serving gRPC caller → ferry → MLServer (REST and gRPC) gets what MLServer answers a
 /// v2 caller; metadata, the signature's refusals and the upstream's errors are mapped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,6 +129,7 @@ async fn tfserving_callers_reach_mlserver() -> anyhow::Result<()> {
     listening(server.grpc, Duration::from_secs(30)).await?;
     let yaml = format!(
         "apiVersion: ferry/v1
+admin: {{ address: 127.0.0.1:0 }}
 listeners:
   - name: rest
     address: 127.0.0.1:0
@@ -241,6 +252,7 @@ async fn oip_callers_reach_a_tfserving_grpc_model() -> anyhow::Result<()> {
     let tf = TfServer::start(&peers().await?).await?;
     let yaml = format!(
         "apiVersion: ferry/v1
+admin: {{ address: 127.0.0.1:0 }}
 listeners:
   - name: main
     address: 127.0.0.1:0
@@ -320,6 +332,7 @@ async fn v1_callers_reach_mlserver_grpc() -> anyhow::Result<()> {
     listening(server.grpc, Duration::from_secs(30)).await?;
     let yaml = format!(
         "apiVersion: ferry/v1
+admin: {{ address: 127.0.0.1:0 }}
 listeners:
   - name: main
     address: 127.0.0.1:0
@@ -369,14 +382,16 @@ clusters:
         }
         columns.insert(name, Value::Array(column));
     }
+    // MLServer's REST prints FP32 values widened to f64 (0.10000000149011612), the gRPC answer
+    // carries the f32 itself (0.1): the same bits.
     assert_eq!(
-        got["row"],
-        json!({"status": 200, "body": {"predictions": rows}}),
+        as_f32(&got["row"]),
+        as_f32(&json!({"status": 200, "body": {"predictions": rows}})),
         "{got}"
     );
     assert_eq!(
-        got["columnar"],
-        json!({"status": 200, "body": {"outputs": columns}}),
+        as_f32(&got["columnar"]),
+        as_f32(&json!({"status": 200, "body": {"outputs": columns}})),
         "{got}"
     );
     assert_eq!(
