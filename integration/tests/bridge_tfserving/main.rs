@@ -224,7 +224,7 @@ clusters:
                 "INVALID_ARGUMENT",
                 "input \"x\" is FP64, the signature says FP32",
             );
-            code("raise", "INVALID_ARGUMENT", "missing input \"name\"");
+            code("raise", "INVALID_ARGUMENT", "missing input \"x\"");
             code("fp16", "INVALID_ARGUMENT", "missing input \"name\"");
         } else {
             // No signature: every dtype passes through, FP16 as raw bytes both ways.
