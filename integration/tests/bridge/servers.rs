@@ -20,6 +20,10 @@ pub struct ModelServer {
     /// Its REST port.
     pub rest: SocketAddr,
     /// Its gRPC port.
+    #[allow(
+        dead_code,
+        reason = "read by the bridge_tfserving suite, which shares this file"
+    )]
     pub grpc: SocketAddr,
     child: Child,
     scratch: tempfile::TempDir,

@@ -8,10 +8,14 @@
 //!   through `oip-v2-rest → tfserving-grpc` and `oip-v2-grpc → tfserving-grpc`;
 //! - a KServe V1 `:predict` caller (python requests, rows and columns) of MLServer's gRPC port
 //!   through `kserve-v1 → oip-v2-grpc`.
+//!
 //! A missing peer fails the test; nothing is skipped.
 
 #[path = "../bridge/servers.rs"]
-#[allow(dead_code, reason = "shared with the bridge suite; this one starts MLServer only")]
+#[allow(
+    dead_code,
+    reason = "shared with the bridge suite; this one starts MLServer only"
+)]
 mod servers;
 mod tf_server;
 
@@ -42,8 +46,7 @@ async fn peers() -> anyhow::Result<PathBuf> {
             let grpcio = crate_dir.join("install.sh");
             ferry_integration::peers::run_installer(&grpcio, &dir, "grpcio").await?;
             let translate = translate_scripts_dir().join("install.sh");
-            ferry_integration::peers::run_installer(&translate, &dir, "the bridging peers")
-                .await?;
+            ferry_integration::peers::run_installer(&translate, &dir, "the bridging peers").await?;
             Ok(dir)
         })
         .await
@@ -183,7 +186,8 @@ clusters:
             .unwrap_or_default()
     };
     let want_x = json!({"dtype": "DT_FLOAT", "shape": out("x")["shape"], "form": "tensor_content", "values": f32_bits(&out("x")["data"])});
-    let want_name = json!({"dtype": "DT_STRING", "shape": out("name")["shape"], "values": out("name")["data"]});
+    let want_name =
+        json!({"dtype": "DT_STRING", "shape": out("name")["shape"], "values": out("name")["data"]});
     assert_eq!(want_name["values"], json!(["a", "bé"]), "{direct}");
 
     for listener in ["rest", "grpc"] {
@@ -204,7 +208,10 @@ clusters:
             let e = &got[case];
             assert_eq!(e["code"], code, "{listener} {case}: {e}");
             let msg = e["message"].as_str().unwrap_or_default();
-            assert!(msg.contains(text), "{listener} {case}: {msg:?} lacks {text:?}");
+            assert!(
+                msg.contains(text),
+                "{listener} {case}: {msg:?} lacks {text:?}"
+            );
         };
         code("unknown_model", "NOT_FOUND", "nope");
         code("unknown_model_metadata", "NOT_FOUND", "nope");
@@ -276,7 +283,11 @@ clusters:
     let got = run_script("triton", tf_scripts_dir().join("oip_caller.py"), &[addr]).await?;
     for (proto, not_found, invalid) in [
         ("http", "404", "400"),
-        ("grpc", "StatusCode.NOT_FOUND", "StatusCode.INVALID_ARGUMENT"),
+        (
+            "grpc",
+            "StatusCode.NOT_FOUND",
+            "StatusCode.INVALID_ARGUMENT",
+        ),
     ] {
         let g = &got[proto];
         let y: Vec<Value> = g["x_bits"]
@@ -318,8 +329,16 @@ clusters:
             let msg = e["message"].as_str().unwrap_or_default();
             assert!(msg.contains(text), "{proto} {case}: {msg:?} lacks {text:?}");
         };
-        error("unknown_model", not_found, "Servable not found for request: Latest(nope)");
-        error("wrong_dtype", invalid, "Expects arg[0] to be float but DT_INT32 is provided");
+        error(
+            "unknown_model",
+            not_found,
+            "Servable not found for request: Latest(nope)",
+        );
+        error(
+            "wrong_dtype",
+            invalid,
+            "Expects arg[0] to be float but DT_INT32 is provided",
+        );
     }
     Ok(())
 }

@@ -7,7 +7,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use ferry_integration::eventually;
 use tokio::process::{Child, Command};
 
 /// A running TF Serving gRPC peer.
