@@ -109,3 +109,25 @@ fn unfit_tfserving_signatures() {
         ]
     );
 }
+
+#[test]
+fn the_effective_config_of_each_pair_is_itself_valid() {
+    for yaml in [
+        "        translate: { from: tfserving-grpc, to: oip-v2-rest, upstream_binary: false }\n",
+        "        translate: { from: oip-v2-grpc, to: tfserving-grpc, signature: { inputs: [{ name: x, datatype: BF16, shape: [-1] }] } }\n",
+        "        translate: { from: kserve-v1, to: oip-v2-grpc, signature: { inputs: [{ name: x, datatype: FP32, shape: [-1] }] } }\n",
+    ] {
+        let config = parse("routes.yaml", &with_route(yaml)).unwrap_or_else(|e| panic!("{e}"));
+        let text = serde_json::to_string_pretty(&*config.effective_json).unwrap();
+        let again = parse("effective.json", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(again.effective_json, config.effective_json);
+        let t = &again.listeners[0].routes[0].translate;
+        assert_eq!(
+            t.as_ref().map(|t| t.direction),
+            config.listeners[0].routes[0]
+                .translate
+                .as_ref()
+                .map(|t| t.direction)
+        );
+    }
+}
