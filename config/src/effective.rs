@@ -184,15 +184,7 @@ fn route(r: &Route) -> Value {
         out.insert("retry".into(), retry_policy(retry));
     }
     if let Some(t) = &r.translate {
-        let (from, to) = match t.direction {
-            TranslateDirection::RestToGrpc => ("rest", "grpc"),
-            TranslateDirection::GrpcToRest => ("grpc", "rest"),
-            TranslateDirection::OipRestToKserveV1 => ("oip-v2-rest", "kserve-v1"),
-            TranslateDirection::KserveV1ToOipRest => ("kserve-v1", "oip-v2-rest"),
-            TranslateDirection::OipToTorchserve(b) => {
-                b.label().split_once("->").unwrap_or_default()
-            }
-        };
+        let (from, to) = t.direction.names();
         let mut spec = json!({
             "from": from,
             "to": to,
@@ -218,14 +210,22 @@ fn route(r: &Route) -> Value {
         }
         if let Some(sig) = &t.signature {
             spec["signature"] = signature(sig);
-            if let Some(o) = spec.as_object_mut() {
-                o.remove("protocol");
-            }
         }
         if let TranslateDirection::OipToTorchserve(b) = t.direction {
             torchserve_fields(&mut spec, b);
         }
-        if t.direction == TranslateDirection::GrpcToRest {
+        // `protocol` goes with the `rest`/`grpc` names only.
+        if !matches!(
+            t.direction,
+            TranslateDirection::RestToGrpc | TranslateDirection::GrpcToRest
+        ) && let Some(o) = spec.as_object_mut()
+        {
+            o.remove("protocol");
+        }
+        if matches!(
+            t.direction,
+            TranslateDirection::GrpcToRest | TranslateDirection::TfservingGrpcToOipRest
+        ) {
             spec["upstream_binary"] = match t.upstream_binary {
                 UpstreamBinary::On => true.into(),
                 UpstreamBinary::Off => false.into(),

@@ -32,6 +32,7 @@ mod torchserve;
 mod tracing;
 mod transcode;
 mod translate;
+mod translate_tfserving;
 mod values;
 
 pub(crate) use limits::key_part_text;

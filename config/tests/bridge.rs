@@ -68,7 +68,7 @@ fn protocol_names_and_aliases() {
 fn pairs_not_bridged_yet() {
     let want = |at: &str, from: &str, to: &str| {
         format!(
-            "routes.yaml:{at}: listeners[0].routes[0].translate.{}: {from} → {to} is not bridged yet (expected one of: oip-v2-rest → oip-v2-grpc, oip-v2-grpc → oip-v2-rest, oip-v2-rest → kserve-v1, kserve-v1 → oip-v2-rest, oip-v2-rest or oip-v2-grpc → torchserve-rest or torchserve-grpc)",
+            "routes.yaml:{at}: listeners[0].routes[0].translate.{}: {from} → {to} is not bridged yet (expected one of: oip-v2-rest → oip-v2-grpc, oip-v2-grpc → oip-v2-rest, oip-v2-rest → kserve-v1, kserve-v1 → oip-v2-rest, kserve-v1 → oip-v2-grpc, tfserving-grpc → oip-v2-rest, tfserving-grpc → oip-v2-grpc, oip-v2-rest → tfserving-grpc, oip-v2-grpc → tfserving-grpc, oip-v2-rest or oip-v2-grpc → torchserve-rest or torchserve-grpc)",
             if from.starts_with("t") { "from" } else { "to" }
         )
     };
@@ -80,9 +80,9 @@ fn pairs_not_bridged_yet() {
     );
     assert_eq!(
         errors(&with_route(
-            "        to: up\n        translate: { from: tfserving-grpc, to: oip-v2-grpc }\n"
+            "        to: up\n        translate: { from: torchserve-grpc, to: oip-v2-grpc }\n"
         )),
-        vec![want("8:28", "tfserving-grpc", "oip-v2-grpc")]
+        vec![want("8:28", "torchserve-grpc", "oip-v2-grpc")]
     );
     assert_eq!(
         errors(&with_route(
@@ -143,7 +143,7 @@ fn signature_missing_or_unfit() {
             "        to: up\n        translate: { from: rest, to: grpc, signature: { inputs: [] } }\n"
         )),
         vec![
-            "routes.yaml:8:55: listeners[0].routes[0].translate.signature: only applies to bridging with kserve-v1 or torchserve (expected it omitted)"
+            "routes.yaml:8:55: listeners[0].routes[0].translate.signature: only applies to bridging with kserve-v1, tfserving-grpc or torchserve (expected it omitted)"
         ]
     );
 }

@@ -25,6 +25,7 @@ mod layer;
 mod nested;
 mod oip_to_v1;
 mod service;
+pub mod tfserving;
 pub mod torchserve;
 mod v1_to_oip;
 

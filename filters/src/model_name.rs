@@ -4,11 +4,18 @@
 //! - the Open Inference Protocol path `/v2/models/{name}[/versions/{version}][/...]`;
 //! - the first message of an `inference.GRPCInferenceService` call, whose fields 1 and 2 are
 //!   `model_name` and `model_version` in every message that names a model (`ModelInferRequest`,
-//!   `ModelMetadataRequest`, `ModelReadyRequest`);
+//!   `ModelMetadataRequest`, `ModelReadyRequest`), or of a `tensorflow.serving.PredictionService`
+//!   call, whose field 1 is the `ModelSpec` (`tfserving`);
 //! - the top-level `"model"` string of an OpenAI-style JSON body, read from a bounded prefix.
 //!
 //! Each function borrows the bytes it is given and allocates only the returned strings; callers
 //! keep the bytes they read and forward them unchanged.
+
+mod tfserving;
+
+pub use self::tfserving::{
+    TFSERVING_GRPC_SERVICE_PREFIX, from_tfserving_grpc_frame, is_tfserving_grpc_model_method,
+};
 
 /// The model a request names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

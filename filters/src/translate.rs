@@ -52,6 +52,10 @@ pub use self::error::{TranslateError, code, grpc_for_http, http_for_grpc};
 pub(crate) use self::grpc_message::{grpc_status, percent_encode};
 pub use self::layer::{OipTranslate, OipTranslateLayer};
 pub(crate) use self::layer::{phase, request_body};
+pub(crate) use self::raw::{
+    bytes_elements as raw_bytes_elements, count as raw_count, decode as raw_decode,
+    encode as raw_encode,
+};
 pub use self::service::{Pending, Translator, grpc_error, rest_error};
 
 use bytes::Bytes;

@@ -8,6 +8,7 @@ use ferry_config::{
     ValidateTensors,
 };
 use ferry_filters::authorization::{AuthorizationSettings, Decision, ModelMatch, Rule};
+use ferry_filters::bridge::tfserving::{TfServingDirection, TfServingSettings};
 use ferry_filters::bridge::{BridgeDirection, BridgeSettings, Signature, TensorSig};
 use ferry_filters::tensor_check::{
     MaxCheckedBytes, MetadataRefresh, MetadataSource, ModelMetadata, TensorMetadata,
@@ -21,12 +22,20 @@ use ferry_filters::translate::{
 /// a bridge between serving protocols).
 pub fn translate(config: Option<&Translate>) -> Option<TranslateSettings> {
     let t = config.filter(|t| t.descriptor.is_none())?;
+    // A bridge whose other side is OIP REST where the bridge speaks OIP gRPC (or the
+    // reverse) has the OIP translator between it and the upstream (or the caller).
     let direction = match t.direction {
-        TranslateDirection::RestToGrpc => Direction::RestToGrpc,
-        TranslateDirection::GrpcToRest => Direction::GrpcToRest,
+        TranslateDirection::RestToGrpc
+        | TranslateDirection::KserveV1ToOipGrpc
+        | TranslateDirection::OipRestToTfservingGrpc => Direction::RestToGrpc,
+        TranslateDirection::GrpcToRest | TranslateDirection::TfservingGrpcToOipRest => {
+            Direction::GrpcToRest
+        }
         TranslateDirection::OipRestToKserveV1
         | TranslateDirection::KserveV1ToOipRest
-        | TranslateDirection::OipToTorchserve(_) => {
+        | TranslateDirection::OipToTorchserve(_)
+        | TranslateDirection::TfservingGrpcToOipGrpc
+        | TranslateDirection::OipGrpcToTfservingGrpc => {
             return None;
         }
     };
@@ -47,12 +56,47 @@ pub fn bridge(config: Option<&Translate>) -> Option<BridgeSettings> {
     let t = config?;
     let direction = match t.direction {
         TranslateDirection::OipRestToKserveV1 => BridgeDirection::OipRestToKserveV1,
-        TranslateDirection::KserveV1ToOipRest => BridgeDirection::KserveV1ToOipRest,
         TranslateDirection::OipToTorchserve(b) => {
             BridgeDirection::OipToTorchserve(crate::filter_settings_torchserve::target(b))
         }
-        TranslateDirection::RestToGrpc | TranslateDirection::GrpcToRest => return None,
+        // Towards OIP gRPC the bridge speaks OIP REST to the translator below it.
+        TranslateDirection::KserveV1ToOipRest | TranslateDirection::KserveV1ToOipGrpc => {
+            BridgeDirection::KserveV1ToOipRest
+        }
+        _ => return None,
     };
+    Some(BridgeSettings {
+        direction,
+        signature: signature(t.signature.as_ref()?),
+        max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
+    })
+}
+
+/// The TF Serving bridge settings of a route's `translate` with `tfserving-grpc` on a side:
+/// the side it faces (none otherwise). `upstream` picks the layer's place in the stack: the
+/// caller's side sits outside the OIP translator, the upstream's side inside it.
+pub fn tfserving(config: Option<&Translate>, upstream: bool) -> Option<TfServingSettings> {
+    let t = config?;
+    let direction =
+        match t.direction {
+            TranslateDirection::TfservingGrpcToOipRest
+            | TranslateDirection::TfservingGrpcToOipGrpc => TfServingDirection::CallerToOip,
+            TranslateDirection::OipRestToTfservingGrpc
+            | TranslateDirection::OipGrpcToTfservingGrpc => TfServingDirection::OipToUpstream,
+            _ => return None,
+        };
+    if upstream != (direction == TfServingDirection::OipToUpstream) {
+        return None;
+    }
+    Some(TfServingSettings {
+        direction,
+        signature: t.signature.as_ref().map(signature),
+        max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
+    })
+}
+
+/// A bridge signature; config validation has checked every datatype.
+fn signature(sig: &ferry_config::Signature) -> Signature {
     let tensors = |ts: &[ferry_config::TensorSpec]| -> Vec<TensorSig> {
         ts.iter()
             .filter_map(|s| {
@@ -64,15 +108,10 @@ pub fn bridge(config: Option<&Translate>) -> Option<BridgeSettings> {
             })
             .collect()
     };
-    let sig = t.signature.as_ref()?;
-    Some(BridgeSettings {
-        direction,
-        signature: Signature {
-            inputs: tensors(&sig.inputs),
-            outputs: tensors(&sig.outputs),
-        },
-        max_decoded_bytes: MaxDecodedBytes(t.max_decoded_bytes),
-    })
+    Signature {
+        inputs: tensors(&sig.inputs),
+        outputs: tensors(&sig.outputs),
+    }
 }
 
 /// The tensor check settings of a route's `validate_tensors`. The body bound is the route's

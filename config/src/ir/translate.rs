@@ -81,6 +81,16 @@ pub enum TranslateDirection {
     KserveV1ToOipRest,
     /// OIP v2 callers (REST, gRPC or both), TorchServe upstream.
     OipToTorchserve(super::TorchserveBridge),
+    /// KServe V1 callers, OIP v2 gRPC upstream.
+    KserveV1ToOipGrpc,
+    /// TF Serving gRPC callers, OIP v2 REST upstream.
+    TfservingGrpcToOipRest,
+    /// TF Serving gRPC callers, OIP v2 gRPC upstream.
+    TfservingGrpcToOipGrpc,
+    /// OIP v2 REST callers, TF Serving gRPC upstream.
+    OipRestToTfservingGrpc,
+    /// OIP v2 gRPC callers, TF Serving gRPC upstream.
+    OipGrpcToTfservingGrpc,
 }
 
 // === impl TranslateDirection ===
@@ -94,6 +104,31 @@ impl TranslateDirection {
             TranslateDirection::OipRestToKserveV1 => "oip-v2-rest->kserve-v1",
             TranslateDirection::KserveV1ToOipRest => "kserve-v1->oip-v2-rest",
             TranslateDirection::OipToTorchserve(b) => b.label(),
+            TranslateDirection::KserveV1ToOipGrpc => "kserve-v1->oip-v2-grpc",
+            TranslateDirection::TfservingGrpcToOipRest => "tfserving-grpc->oip-v2-rest",
+            TranslateDirection::TfservingGrpcToOipGrpc => "tfserving-grpc->oip-v2-grpc",
+            TranslateDirection::OipRestToTfservingGrpc => "oip-v2-rest->tfserving-grpc",
+            TranslateDirection::OipGrpcToTfservingGrpc => "oip-v2-grpc->tfserving-grpc",
+        }
+    }
+
+    /// The caller's and the upstream's protocol names, as written in the config (a
+    /// TorchServe bridge serving both OIP wires names the pair `oip-v2`; the effective config
+    /// writes its list).
+    pub fn names(self) -> (&'static str, &'static str) {
+        match self {
+            TranslateDirection::RestToGrpc => ("rest", "grpc"),
+            TranslateDirection::GrpcToRest => ("grpc", "rest"),
+            TranslateDirection::OipRestToKserveV1 => ("oip-v2-rest", "kserve-v1"),
+            TranslateDirection::KserveV1ToOipRest => ("kserve-v1", "oip-v2-rest"),
+            TranslateDirection::OipToTorchserve(b) => {
+                b.label().split_once("->").unwrap_or_default()
+            }
+            TranslateDirection::KserveV1ToOipGrpc => ("kserve-v1", "oip-v2-grpc"),
+            TranslateDirection::TfservingGrpcToOipRest => ("tfserving-grpc", "oip-v2-rest"),
+            TranslateDirection::TfservingGrpcToOipGrpc => ("tfserving-grpc", "oip-v2-grpc"),
+            TranslateDirection::OipRestToTfservingGrpc => ("oip-v2-rest", "tfserving-grpc"),
+            TranslateDirection::OipGrpcToTfservingGrpc => ("oip-v2-grpc", "tfserving-grpc"),
         }
     }
 }

@@ -17,7 +17,7 @@ use super::tensors::TensorSpec;
 pub struct WireList(pub Vec<WireSpec>);
 
 /// The tensors of a bridged model, for protocols that carry no datatypes or shapes
-/// (`kserve-v1`).
+/// (`kserve-v1`), or to check requests against (`tfserving-grpc`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Signature")]

@@ -72,7 +72,7 @@ pub struct RouteLoadReportSpec {
 }
 
 /// Protocol translation on a route: between serving protocols (`{from: oip-v2-rest, to:
-/// kserve-v1, signature: ...}`), `{from: rest, to: grpc, protocol: oip-v2}` or the reverse
+/// kserve-v1, signature: ...}`, `{from: tfserving-grpc, to: oip-v2-grpc}`), `{from: rest, to: grpc, protocol: oip-v2}` or the reverse
 /// (an alias of `{from: oip-v2-rest, to: oip-v2-grpc}`), or `{from: rest, to: grpc, protocol:
 /// descriptor, descriptor_set: api.pb}` for any gRPC service with `google.api.http`
 /// annotations.
@@ -89,7 +89,8 @@ pub struct TranslateSpec {
     pub protocol: Option<TranslateProtocolSpec>,
     /// The model's tensors, for bridging to or from a protocol that carries no datatypes or
     /// shapes: required with `to: kserve-v1` (inputs and outputs) and `from: kserve-v1`
-    /// (inputs).
+    /// (inputs). Optional with `tfserving-grpc` on either side (any datatype): requests that
+    /// do not fit it are refused, and metadata calls are answered from it.
     pub signature: Option<super::bridge::SignatureSpec>,
     /// Largest request or response body, and largest total of decoded tensor bytes, one
     /// translated message may have; over it: 413 / RESOURCE_EXHAUSTED. Default 67108864.
@@ -98,7 +99,8 @@ pub struct TranslateSpec {
     /// the TorchServe handler receives (`json`, `raw` or `npy`; docs/interop.md has the exact
     /// bytes). Default `json`.
     pub payload: Option<super::torchserve::PayloadSpec>,
-    /// `from: grpc` only: whether raw tensors go to the REST upstream as binary-extension
+    /// `from: grpc` (or `tfserving-grpc`), `to: rest` (`oip-v2-rest`) only: whether raw
+    /// tensors go to the REST upstream as binary-extension
     /// sections (`true`: Triton, KServe), as JSON `data` (`false`: MLServer 1.7 has no binary
     /// extension), or as its server metadata (`GET /v2` `extensions`) says (`auto`, probed
     /// once a minute). Default auto.

@@ -13,6 +13,16 @@ use crate::raw::{
     ProbeSpec, SignatureSpec, TranslateProtocolSpec, TranslateSpec, UpstreamBinarySpec, WireSpec,
 };
 
+/// The pairs ferry bridges, for errors.
+const BRIDGED: &str = "oip-v2-rest → oip-v2-grpc, oip-v2-grpc → oip-v2-rest, oip-v2-rest → kserve-v1, kserve-v1 → oip-v2-rest, kserve-v1 → oip-v2-grpc, tfserving-grpc → oip-v2-rest, tfserving-grpc → oip-v2-grpc, oip-v2-rest → tfserving-grpc, oip-v2-grpc → tfserving-grpc, oip-v2-rest or oip-v2-grpc → torchserve-rest or torchserve-grpc";
+
+/// Every Open Inference Protocol datatype: a TensorProto carries each (FP16 and BF16 in
+/// `half_val`).
+pub(super) const ALL_DATATYPES: [&str; 14] = [
+    "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16",
+    "BF16", "FP32", "FP64", "BYTES",
+];
+
 /// The Open Inference Protocol datatypes a KServe V1 JSON body can carry (FP16 and BF16 have no
 /// JSON form on the OIP side).
 const JSON_DATATYPES: [&str; 12] = [
@@ -35,7 +45,7 @@ pub(super) fn translate(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> 
     };
     let grpc_to_rest = matches!(
         spec.from.first(),
-        Some(WireSpec::Grpc | WireSpec::OipV2Grpc)
+        Some(WireSpec::Grpc | WireSpec::OipV2Grpc | WireSpec::TfservingGrpc)
     ) && matches!(spec.to, WireSpec::Rest | WireSpec::OipV2Rest);
     if spec.upstream_binary.is_some() && !grpc_to_rest {
         ctx.error(
@@ -135,6 +145,19 @@ fn direction(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
         }
         (WireSpec::OipV2Rest, WireSpec::KserveV1) => TranslateDirection::OipRestToKserveV1,
         (WireSpec::KserveV1, WireSpec::OipV2Rest) => TranslateDirection::KserveV1ToOipRest,
+        (WireSpec::KserveV1, WireSpec::OipV2Grpc) => TranslateDirection::KserveV1ToOipGrpc,
+        (WireSpec::TfservingGrpc, WireSpec::OipV2Rest) => {
+            TranslateDirection::TfservingGrpcToOipRest
+        }
+        (WireSpec::TfservingGrpc, WireSpec::OipV2Grpc) => {
+            TranslateDirection::TfservingGrpcToOipGrpc
+        }
+        (WireSpec::OipV2Rest, WireSpec::TfservingGrpc) => {
+            TranslateDirection::OipRestToTfservingGrpc
+        }
+        (WireSpec::OipV2Grpc, WireSpec::TfservingGrpc) => {
+            TranslateDirection::OipGrpcToTfservingGrpc
+        }
         (a, b) if a == b => {
             ctx.error(
                 &format!("{path}.to"),
@@ -146,10 +169,7 @@ fn direction(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
             return None;
         }
         (a, b) => {
-            let at = if matches!(
-                a,
-                WireSpec::TfservingGrpc | WireSpec::TorchserveRest | WireSpec::TorchserveGrpc
-            ) {
+            let at = if matches!(a, WireSpec::TorchserveRest | WireSpec::TorchserveGrpc) {
                 "from"
             } else {
                 "to"
@@ -157,7 +177,7 @@ fn direction(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
             ctx.error(
                 &format!("{path}.{at}"),
                 format!(
-                    "{} → {} is not bridged yet (expected one of: oip-v2-rest → oip-v2-grpc, oip-v2-grpc → oip-v2-rest, oip-v2-rest → kserve-v1, kserve-v1 → oip-v2-rest, oip-v2-rest or oip-v2-grpc → torchserve-rest or torchserve-grpc)",
+                    "{} → {} is not bridged yet (expected one of: {BRIDGED})",
                     a.name(),
                     b.name()
                 ),
@@ -181,7 +201,7 @@ fn signature(
             if spec.is_some() {
                 ctx.error(
                     &field,
-                    "only applies to bridging with kserve-v1 or torchserve (expected it omitted)",
+                    "only applies to bridging with kserve-v1, tfserving-grpc or torchserve (expected it omitted)",
                 );
                 return None;
             }
@@ -195,10 +215,16 @@ fn signature(
             true,
             "torchserve requests and answers carry no datatypes or shapes (expected signature: {inputs: [...], outputs: [...]})",
         ),
-        TranslateDirection::KserveV1ToOipRest => (
+        TranslateDirection::KserveV1ToOipRest | TranslateDirection::KserveV1ToOipGrpc => (
             false,
             "kserve-v1 requests carry no datatypes (expected signature: {inputs: [...]})",
         ),
+        TranslateDirection::TfservingGrpcToOipRest
+        | TranslateDirection::TfservingGrpcToOipGrpc
+        | TranslateDirection::OipRestToTfservingGrpc
+        | TranslateDirection::OipGrpcToTfservingGrpc => {
+            return super::translate_tfserving::signature(ctx, &field, spec);
+        }
     };
     let Some(spec) = spec else {
         ctx.error_at_key(path, format!("missing signature: {why}"));
@@ -220,8 +246,18 @@ fn signature(
         );
         ok = false;
     }
-    let inputs = tensors(ctx, &format!("{field}.inputs"), &spec.inputs);
-    let outputs = tensors(ctx, &format!("{field}.outputs"), &spec.outputs);
+    let inputs = tensors(
+        ctx,
+        &format!("{field}.inputs"),
+        &spec.inputs,
+        &JSON_DATATYPES,
+    );
+    let outputs = tensors(
+        ctx,
+        &format!("{field}.outputs"),
+        &spec.outputs,
+        &JSON_DATATYPES,
+    );
     let signature = Signature {
         inputs: inputs?,
         outputs: outputs?,
@@ -229,10 +265,12 @@ fn signature(
     ok.then_some(Some(signature))
 }
 
-fn tensors(
+/// A signature's tensors, each of a datatype in `allowed`.
+pub(super) fn tensors(
     ctx: &mut Ctx<'_>,
     path: &str,
     spec: &[crate::raw::TensorSpec],
+    allowed: &[&str],
 ) -> Option<Vec<TensorSpec>> {
     let mut names = HashSet::new();
     let mut ok = true;
@@ -248,8 +286,8 @@ fn tensors(
             ok = false;
         }
         let datatype = t.datatype.as_str();
-        if !JSON_DATATYPES.contains(&datatype) {
-            let why = if matches!(datatype, "FP16" | "BF16") {
+        if !allowed.contains(&datatype) {
+            let why = if ALL_DATATYPES.contains(&datatype) {
                 "has no JSON form to bridge through kserve-v1"
             } else {
                 "is not a datatype"
@@ -258,7 +296,7 @@ fn tensors(
                 &format!("{tpath}.datatype"),
                 format!(
                     "{datatype:?} {why} (expected one of: {})",
-                    JSON_DATATYPES.join(", ")
+                    allowed.join(", ")
                 ),
             );
             ok = false;

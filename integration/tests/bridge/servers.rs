@@ -19,6 +19,12 @@ const STARTUP_PATIENCE: Duration = Duration::from_secs(90);
 pub struct ModelServer {
     /// Its REST port.
     pub rest: SocketAddr,
+    /// Its gRPC port.
+    #[allow(
+        dead_code,
+        reason = "read by the bridge_tfserving suite, which shares this file"
+    )]
+    pub grpc: SocketAddr,
     child: Child,
     scratch: tempfile::TempDir,
 }
@@ -38,7 +44,7 @@ impl ModelServer {
         c.arg(super::scripts_dir().join("v1_models.py"))
             .args(["--http_port", &rest.port().to_string()])
             .args(["--grpc_port", &grpc.port().to_string()]);
-        Self::start(c, rest, "/v1/models/scorer").await
+        Self::start(c, rest, grpc, "/v1/models/scorer").await
     }
 
     /// MLServer with the echo model (every input back as an output of the same name).
@@ -54,10 +60,15 @@ impl ModelServer {
             .env("MLSERVER_GRPC_PORT", grpc.port().to_string())
             .env("MLSERVER_METRICS_PORT", metrics.port().to_string())
             .env("MLSERVER_PARALLEL_WORKERS", "0");
-        Self::start(c, rest, "/v2/models/echo/ready").await
+        Self::start(c, rest, grpc, "/v2/models/echo/ready").await
     }
 
-    async fn start(mut cmd: Command, rest: SocketAddr, ready: &str) -> anyhow::Result<Self> {
+    async fn start(
+        mut cmd: Command,
+        rest: SocketAddr,
+        grpc: SocketAddr,
+        ready: &str,
+    ) -> anyhow::Result<Self> {
         let scratch = tempfile::Builder::new().prefix("ferry-bridge-").tempdir()?;
         let log = std::fs::File::create(scratch.path().join("server.log"))?;
         cmd.current_dir(scratch.path())
@@ -69,6 +80,7 @@ impl ModelServer {
         let child = cmd.spawn().context("starting a model server")?;
         let server = ModelServer {
             rest,
+            grpc,
             child,
             scratch,
         };

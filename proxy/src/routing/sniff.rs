@@ -8,7 +8,8 @@ use crate::body::{self, Peeked, ProxyBody};
 use crate::failure::Failure;
 use crate::headers;
 
-/// Reads just enough of the body to find the model: the first gRPC message of an OIP call, or
+/// Reads just enough of the body to find the model: the first gRPC message of an OIP (or TF
+/// Serving) call, or
 /// the JSON `model` member within `max` bytes. Every byte read is replayed upstream.
 pub(super) async fn model(
     parts: &http::request::Parts,
@@ -23,7 +24,8 @@ pub(super) async fn model(
         },
         Err(e) => Failure::BadRequest(format!("reading request body: {e}")),
     };
-    if grpc && model_name::is_oip_grpc_model_method(path) {
+    let tfserving = model_name::is_tfserving_grpc_model_method(path);
+    if grpc && (tfserving || model_name::is_oip_grpc_model_method(path)) {
         let mut peeked = Peeked::read(body, max, |chunks, len| {
             let head = chunks.first().map(|c| &c[..]).unwrap_or_default();
             // Fields 1 and 2 come first; a few hundred bytes of a large first message suffice.
@@ -33,7 +35,12 @@ pub(super) async fn model(
         .await
         .map_err(read_err)?;
         let head = peeked.head(max.min(peeked.len));
-        return Ok((model_name::from_grpc_frame(&head), peeked.replay()));
+        let found = if tfserving {
+            model_name::from_tfserving_grpc_frame(&head)
+        } else {
+            model_name::from_grpc_frame(&head)
+        };
+        return Ok((found, peeked.replay()));
     }
     let json_like = parts
         .headers

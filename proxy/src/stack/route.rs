@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ferry_config::{Action, Route};
 use ferry_filters::authorization::{AuthorizationLayer, AuthorizationSettings};
 use ferry_filters::bridge::BridgeLayer;
+use ferry_filters::bridge::tfserving::TfServingLayer;
 use ferry_filters::fault::{FaultKind, FaultLayer};
 use ferry_filters::limits::{ConcurrencyLayer, RateLimitLayer};
 use ferry_filters::load_report::{AnswerReports, AnswerReportsLayer};
@@ -127,15 +128,20 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
         // Check input tensors against the model's metadata before the bytes travel; it reads
         // the protocol the caller speaks, so it sits before translation.
         .then(tensors)
-        // REST ⇄ gRPC: what follows (timeouts, retries) applies to the translated request.
-        .then(filter_settings::translate(r.translate.as_ref()).map(OipTranslateLayer::new))
+        // Translation: what follows (timeouts, retries) applies to the translated request.
+        // TF Serving gRPC callers: to OIP gRPC first (then REST below, for a REST upstream).
+        .then(filter_settings::tfserving(r.translate.as_ref(), false).map(TfServingLayer::new))
         // gRPC callers of a bridge that reads OIP REST (TorchServe): translated to REST first.
         .then(crate::filter_settings_torchserve::grpc_callers(
             r.translate.as_ref(),
         ))
-        // Between serving protocols (OIP ⇄ KServe V1, OIP → TorchServe): in the same place,
-        // for the same reason.
+        // Between serving protocols (OIP ⇄ KServe V1, OIP → TorchServe): V1 callers to OIP
+        // REST first (then gRPC below, for a gRPC upstream).
         .then(filter_settings::bridge(r.translate.as_ref()).map(BridgeLayer::new))
+        // OIP REST ⇄ gRPC, alone or between a bridge and the side speaking OIP.
+        .then(filter_settings::translate(r.translate.as_ref()).map(OipTranslateLayer::new))
+        // TF Serving gRPC upstreams: OIP gRPC (from the caller or the translator) to TF.
+        .then(filter_settings::tfserving(r.translate.as_ref(), true).map(TfServingLayer::new))
         .then(p.transcoder.map(TranscodeLayer::new));
     let stack = ServiceBuilder::new()
         // The route's header edits, prefix rewrite and forwarding headers; upgrades.
