@@ -211,8 +211,12 @@ fn route(r: &Route) -> Value {
         if let Some(sig) = &t.signature {
             spec["signature"] = signature(sig);
         }
-        if let TranslateDirection::OipToTorchserve(b) = t.direction {
-            torchserve_fields(&mut spec, b);
+        match t.direction {
+            TranslateDirection::OipToTorchserve(b) => torchserve_fields(&mut spec, b),
+            TranslateDirection::OipToKserveV1(crate::ir::OipCallers::Both) => {
+                spec["from"] = json!(["oip-v2-rest", "oip-v2-grpc"]);
+            }
+            _ => {}
         }
         // `protocol` goes with the `rest`/`grpc` names only.
         if !matches!(

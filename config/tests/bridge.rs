@@ -1,6 +1,6 @@
 //! `translate` between serving protocols: the accepted forms and golden error strings.
 
-use ferry_config::{TranslateDirection, parse};
+use ferry_config::{OipCallers, TranslateDirection, parse};
 
 fn with_route(route: &str) -> String {
     format!(
@@ -29,10 +29,24 @@ const SIGNATURE: &str = "        translate:\n          from: oip-v2-rest\n      
 #[test]
 fn protocol_names_and_aliases() {
     let t = translate_of(&with_route(&format!("        to: up\n{SIGNATURE}")));
-    assert_eq!(t.direction, TranslateDirection::OipRestToKserveV1);
+    assert_eq!(
+        t.direction,
+        TranslateDirection::OipToKserveV1(OipCallers::Rest)
+    );
     let sig = t.signature.unwrap_or_else(|| panic!("no signature"));
     assert_eq!(sig.inputs[0].shape, vec![-1, 4]);
     assert_eq!(sig.outputs[0].datatype, "INT64");
+
+    // OIP gRPC callers of a V1 model, alone or beside REST callers on one route.
+    for (from, callers) in [
+        ("oip-v2-grpc", OipCallers::Grpc),
+        ("[oip-v2-rest, oip-v2-grpc]", OipCallers::Both),
+    ] {
+        let yaml = SIGNATURE.replace("from: oip-v2-rest", &format!("from: {from}"));
+        let t = translate_of(&with_route(&format!("        to: up\n{yaml}")));
+        assert_eq!(t.direction, TranslateDirection::OipToKserveV1(callers));
+        assert!(t.signature.is_some());
+    }
 
     let t = translate_of(&with_route(
         "        to: up\n        translate: { from: [kserve-v1], to: oip-v2-rest, signature: { inputs: [{ name: x, datatype: BYTES, shape: [-1] }] } }\n",
@@ -86,16 +100,24 @@ fn pairs_not_bridged_yet() {
     );
     assert_eq!(
         errors(&with_route(
-            "        to: up\n        translate: { from: oip-v2-grpc, to: kserve-v1 }\n"
+            "        to: up\n        translate: { from: kserve-v1, to: tfserving-grpc }\n"
         )),
-        vec![want("8:45", "oip-v2-grpc", "kserve-v1")]
+        vec![want("8:43", "kserve-v1", "tfserving-grpc")]
     );
     assert_eq!(
         errors(&with_route(
-            "        to: up\n        translate: { from: [oip-v2-rest, oip-v2-grpc], to: kserve-v1 }\n"
+            "        to: up\n        translate: { from: [kserve-v1, tfserving-grpc], to: oip-v2-rest }\n"
         )),
         vec![
             "routes.yaml:8:28: listeners[0].routes[0].translate.from: a list of caller protocols is not bridged yet (expected one protocol name)"
+        ]
+    );
+    assert_eq!(
+        errors(&with_route(
+            "        to: up\n        translate: { from: [oip-v2-rest, kserve-v1], to: kserve-v1 }\n"
+        )),
+        vec![
+            "routes.yaml:8:42: listeners[0].routes[0].translate.from[1]: kserve-v1 → kserve-v1 is not bridged (expected oip-v2-rest, oip-v2-grpc or a list of both)"
         ]
     );
     assert_eq!(

@@ -31,7 +31,7 @@ pub fn translate(config: Option<&Translate>) -> Option<TranslateSettings> {
         TranslateDirection::GrpcToRest | TranslateDirection::TfservingGrpcToOipRest => {
             Direction::GrpcToRest
         }
-        TranslateDirection::OipRestToKserveV1
+        TranslateDirection::OipToKserveV1(_)
         | TranslateDirection::KserveV1ToOipRest
         | TranslateDirection::OipToTorchserve(_)
         | TranslateDirection::TfservingGrpcToOipGrpc
@@ -55,7 +55,7 @@ pub fn translate(config: Option<&Translate>) -> Option<TranslateSettings> {
 pub fn bridge(config: Option<&Translate>) -> Option<BridgeSettings> {
     let t = config?;
     let direction = match t.direction {
-        TranslateDirection::OipRestToKserveV1 => BridgeDirection::OipRestToKserveV1,
+        TranslateDirection::OipToKserveV1(_) => BridgeDirection::OipRestToKserveV1,
         TranslateDirection::OipToTorchserve(b) => {
             BridgeDirection::OipToTorchserve(crate::filter_settings_torchserve::target(b))
         }

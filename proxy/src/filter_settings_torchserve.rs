@@ -23,13 +23,16 @@ pub fn target(b: TorchserveBridge) -> TorchserveTarget {
     }
 }
 
-/// The gRPC callers' translator of a TorchServe bridge whose callers include OIP gRPC.
+/// The gRPC callers' translator of a bridge reading OIP REST (TorchServe, KServe V1) whose
+/// callers include OIP gRPC.
 pub fn grpc_callers(config: Option<&Translate>) -> Option<GrpcCallersLayer> {
     let t = config?;
-    let TranslateDirection::OipToTorchserve(b) = t.direction else {
-        return None;
+    let callers = match t.direction {
+        TranslateDirection::OipToTorchserve(b) => b.callers,
+        TranslateDirection::OipToKserveV1(callers) => callers,
+        _ => return None,
     };
-    let rest_too = match b.callers {
+    let rest_too = match callers {
         OipCallers::Rest => return None,
         OipCallers::Grpc => false,
         OipCallers::Both => true,

@@ -75,8 +75,8 @@ pub enum TranslateDirection {
     RestToGrpc,
     /// gRPC callers, REST upstream.
     GrpcToRest,
-    /// OIP v2 REST callers, KServe V1 (TF Serving REST) upstream.
-    OipRestToKserveV1,
+    /// OIP v2 callers (REST, gRPC or both), KServe V1 (TF Serving REST) upstream.
+    OipToKserveV1(super::OipCallers),
     /// KServe V1 callers, OIP v2 REST upstream.
     KserveV1ToOipRest,
     /// OIP v2 callers (REST, gRPC or both), TorchServe upstream.
@@ -101,7 +101,11 @@ impl TranslateDirection {
         match self {
             TranslateDirection::RestToGrpc => "rest->grpc",
             TranslateDirection::GrpcToRest => "grpc->rest",
-            TranslateDirection::OipRestToKserveV1 => "oip-v2-rest->kserve-v1",
+            TranslateDirection::OipToKserveV1(c) => match c {
+                super::OipCallers::Rest => "oip-v2-rest->kserve-v1",
+                super::OipCallers::Grpc => "oip-v2-grpc->kserve-v1",
+                super::OipCallers::Both => "oip-v2->kserve-v1",
+            },
             TranslateDirection::KserveV1ToOipRest => "kserve-v1->oip-v2-rest",
             TranslateDirection::OipToTorchserve(b) => b.label(),
             TranslateDirection::KserveV1ToOipGrpc => "kserve-v1->oip-v2-grpc",
@@ -113,13 +117,14 @@ impl TranslateDirection {
     }
 
     /// The caller's and the upstream's protocol names, as written in the config (a
-    /// TorchServe bridge serving both OIP wires names the pair `oip-v2`; the effective config
-    /// writes its list).
+    /// bridge serving both OIP wires names them `oip-v2`; the effective config writes the list).
     pub fn names(self) -> (&'static str, &'static str) {
         match self {
             TranslateDirection::RestToGrpc => ("rest", "grpc"),
             TranslateDirection::GrpcToRest => ("grpc", "rest"),
-            TranslateDirection::OipRestToKserveV1 => ("oip-v2-rest", "kserve-v1"),
+            TranslateDirection::OipToKserveV1(_) => {
+                self.label().split_once("->").unwrap_or_default()
+            }
             TranslateDirection::KserveV1ToOipRest => ("kserve-v1", "oip-v2-rest"),
             TranslateDirection::OipToTorchserve(b) => {
                 b.label().split_once("->").unwrap_or_default()

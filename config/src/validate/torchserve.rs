@@ -15,6 +15,26 @@ pub(super) fn direction(
     spec: &TranslateSpec,
     api: TorchserveApi,
 ) -> Option<TranslateDirection> {
+    let callers = oip_callers(ctx, path, spec)?;
+    let payload = match spec.payload {
+        None | Some(PayloadSpec::Json) => TorchservePayload::Json,
+        Some(PayloadSpec::Raw) => TorchservePayload::Raw,
+        Some(PayloadSpec::Npy) => TorchservePayload::Npy,
+    };
+    Some(TranslateDirection::OipToTorchserve(TorchserveBridge {
+        callers,
+        api,
+        payload,
+    }))
+}
+
+/// The OIP callers `from` names (one wire or a list of both) for a bridge reading OIP on the
+/// caller's side (TorchServe, KServe V1); `None` after recording an error.
+pub(super) fn oip_callers(
+    ctx: &mut Ctx<'_>,
+    path: &str,
+    spec: &TranslateSpec,
+) -> Option<OipCallers> {
     let (mut rest, mut grpc) = (false, false);
     for (i, w) in spec.from.0.iter().enumerate() {
         match w {
@@ -38,28 +58,18 @@ pub(super) fn direction(
             }
         }
     }
-    let callers = match (rest, grpc) {
-        (true, true) => OipCallers::Both,
-        (true, false) => OipCallers::Rest,
-        (false, true) => OipCallers::Grpc,
+    match (rest, grpc) {
+        (true, true) => Some(OipCallers::Both),
+        (true, false) => Some(OipCallers::Rest),
+        (false, true) => Some(OipCallers::Grpc),
         (false, false) => {
             ctx.error(
                 &format!("{path}.from"),
                 "empty list (expected oip-v2-rest, oip-v2-grpc or both)",
             );
-            return None;
+            None
         }
-    };
-    let payload = match spec.payload {
-        None | Some(PayloadSpec::Json) => TorchservePayload::Json,
-        Some(PayloadSpec::Raw) => TorchservePayload::Raw,
-        Some(PayloadSpec::Npy) => TorchservePayload::Npy,
-    };
-    Some(TranslateDirection::OipToTorchserve(TorchserveBridge {
-        callers,
-        api,
-        payload,
-    }))
+    }
 }
 
 /// What `raw` and `npy` need of the signature: fixed-width datatypes (BYTES has no raw form),

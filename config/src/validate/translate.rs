@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use super::Ctx;
 use crate::defaults;
 use crate::ir::{
-    Signature, TensorSpec, TorchserveApi, Translate, TranslateDirection, UpstreamBinary,
+    OipCallers, Signature, TensorSpec, TorchserveApi, Translate, TranslateDirection, UpstreamBinary,
 };
 use crate::raw::{
     ProbeSpec, SignatureSpec, TranslateProtocolSpec, TranslateSpec, UpstreamBinarySpec, WireSpec,
@@ -108,6 +108,11 @@ fn direction(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
         WireSpec::TorchserveGrpc => {
             return super::torchserve::direction(ctx, path, spec, TorchserveApi::Grpc);
         }
+        // A list of OIP wires for one KServe V1 bridge; one name goes through the pairs below.
+        WireSpec::KserveV1 if spec.from.0.len() > 1 => {
+            return super::torchserve::oip_callers(ctx, path, spec)
+                .map(TranslateDirection::OipToKserveV1);
+        }
         _ => {}
     }
     let from = match spec.from.0.as_slice() {
@@ -143,7 +148,12 @@ fn direction(ctx: &mut Ctx<'_>, path: &str, spec: &TranslateSpec) -> Option<Tran
         (WireSpec::OipV2Grpc, WireSpec::OipV2Rest) | (WireSpec::Grpc, WireSpec::Rest) => {
             TranslateDirection::GrpcToRest
         }
-        (WireSpec::OipV2Rest, WireSpec::KserveV1) => TranslateDirection::OipRestToKserveV1,
+        (WireSpec::OipV2Rest, WireSpec::KserveV1) => {
+            TranslateDirection::OipToKserveV1(OipCallers::Rest)
+        }
+        (WireSpec::OipV2Grpc, WireSpec::KserveV1) => {
+            TranslateDirection::OipToKserveV1(OipCallers::Grpc)
+        }
         (WireSpec::KserveV1, WireSpec::OipV2Rest) => TranslateDirection::KserveV1ToOipRest,
         (WireSpec::KserveV1, WireSpec::OipV2Grpc) => TranslateDirection::KserveV1ToOipGrpc,
         (WireSpec::TfservingGrpc, WireSpec::OipV2Rest) => {
@@ -207,7 +217,7 @@ fn signature(
             }
             return Some(None);
         }
-        TranslateDirection::OipRestToKserveV1 => (
+        TranslateDirection::OipToKserveV1(_) => (
             true,
             "kserve-v1 answers carry no datatypes or shapes (expected signature: {inputs: [...], outputs: [...]})",
         ),

@@ -1,24 +1,36 @@
-"""tritonclient HTTP (JSON mode) as an Open Inference Protocol caller of models that ferry
-bridges to KServe V1. Prints one JSON object: each case's answer or error.
-Usage: python oip_caller.py HOST:PORT"""
+"""tritonclient (HTTP in JSON mode, or gRPC) as an Open Inference Protocol caller of models
+that ferry bridges to KServe V1. Prints one JSON object: each case's answer or error (status
+as HTTP numbers, or gRPC status names).
+Usage: python oip_caller.py HOST:PORT [http|grpc]"""
 
 import json
 import sys
 
 import numpy as np
+import tritonclient.grpc as grpc
 import tritonclient.http as http
 from tritonclient.utils import InferenceServerException
+
+GRPC = len(sys.argv) > 2 and sys.argv[2] == "grpc"
+client_lib = grpc if GRPC else http
 
 
 def infer(c, model, tensors, outputs):
     inputs = []
     for name, arr, dt in tensors:
-        i = http.InferInput(name, list(arr.shape), dt)
-        i.set_data_from_numpy(arr, binary_data=False)
+        i = client_lib.InferInput(name, list(arr.shape), dt)
+        if GRPC:
+            i.set_data_from_numpy(arr)
+        else:
+            i.set_data_from_numpy(arr, binary_data=False)
         inputs.append(i)
-    requested = [http.InferRequestedOutput(n, binary_data=False) for n in outputs]
+    if GRPC:
+        requested = [grpc.InferRequestedOutput(n) for n in outputs]
+    else:
+        requested = [http.InferRequestedOutput(n, binary_data=False) for n in outputs]
     r = c.infer(model, inputs, outputs=requested, request_id="req-1")
-    got = {"id": r.get_response().get("id")}
+    response = r.get_response(as_json=True) if GRPC else r.get_response()
+    got = {"id": response.get("id")}
     for n in outputs:
         a = r.as_numpy(n)
         if a.dtype == np.float32:
@@ -31,21 +43,32 @@ def infer(c, model, tensors, outputs):
     return got
 
 
+def metadata(c, model):
+    if not GRPC:
+        return c.get_model_metadata(model)
+    m = c.get_model_metadata(model, as_json=True)
+    # The gRPC JSON form spells shapes as strings (int64); the HTTP form as numbers.
+    for side in ("inputs", "outputs"):
+        for t in m.get(side, []):
+            t["shape"] = [int(d) for d in t.get("shape", [])]
+    return m
+
+
 def case(out, name, fn):
     try:
         out[name] = fn()
     except InferenceServerException as e:
-        out[name] = {"status": e.status(), "message": e.message()}
+        out[name] = {"status": str(e.status()), "message": e.message()}
 
 
 def main():
-    c = http.InferenceServerClient(sys.argv[1])
+    c = client_lib.InferenceServerClient(sys.argv[1])
     x = np.array([[1.5, -2.0, 3.25], [0.1, 0.2, -0.3], [1e-8, -1e30, -0.0]], dtype=np.float32)
     tag = np.array([b"alpha", b"beta", "gamma \u00e9".encode()], dtype=np.object_)
     m = np.array([[1, 2, 3], [4, 5, -(2**62)]], dtype=np.int64)
     out = {"x_bits": x.view(np.uint32).flatten().tolist()}
     case(out, "ready", lambda: c.is_model_ready("scorer"))
-    case(out, "metadata", lambda: c.get_model_metadata("scorer"))
+    case(out, "metadata", lambda: metadata(c, "scorer"))
     case(out, "scorer", lambda: infer(c, "scorer", [("x", x, "FP32"), ("tag", tag, "BYTES")],
                                       ["doubled", "positives", "label"]))
     case(out, "scorer_one_output", lambda: infer(c, "scorer", [("x", x, "FP32"), ("tag", tag, "BYTES")],

@@ -79,7 +79,7 @@ listeners:
       - name: matrix
         match: {{ model: {{ name: matrix }} }}
         translate:
-          from: oip-v2-rest
+          from: [oip-v2-rest, oip-v2-grpc]
           to: kserve-v1
           signature:
             inputs: [{{ name: m, datatype: INT64, shape: [2, 3] }}]
@@ -87,7 +87,7 @@ listeners:
         to: kserve
       - name: scorer
         translate:
-          from: oip-v2-rest
+          from: [oip-v2-rest, oip-v2-grpc]
           to: kserve-v1
           signature:
             {SCORER}
@@ -99,68 +99,85 @@ clusters:
     )
 }
 
-/// tritonclient → ferry → KServe V1: rows with several outputs and BYTES, columns, metadata,
-/// readiness and the mapped errors.
+/// tritonclient HTTP and gRPC → ferry → KServe V1, one route serving both wires: rows with
+/// several outputs and BYTES, columns, metadata, readiness and the mapped errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tritonclient_reaches_kserve_v1_models() -> anyhow::Result<()> {
     let server = ModelServer::kserve_v1(&peers().await?).await?;
     let ferry = Ferry::start(&oip_to_v1_config(server.rest)).await?;
-    let got = run_script(
-        "triton",
-        "oip_caller.py",
-        &[ferry.only_listener()?.to_string()],
-    )
-    .await?;
+    let addr = ferry.only_listener()?.to_string();
+    for wire in ["http", "grpc"] {
+        let got = run_script("triton", "oip_caller.py", &[addr.clone(), wire.into()]).await?;
+        check_kserve_v1_answers(wire, &got);
+    }
+    Ok(())
+}
 
+/// What tritonclient over `wire` got from the bridged V1 models.
+fn check_kserve_v1_answers(wire: &str, got: &Value) {
     let x: Vec<f32> = vec![1.5, -2.0, 3.25, 0.1, 0.2, -0.3, 1e-8, -1e30, -0.0];
     let bits = |v: &[f32]| v.iter().map(|f| json!(f.to_bits())).collect::<Vec<_>>();
-    assert_eq!(got["x_bits"], json!(bits(&x)), "{got}");
+    assert_eq!(got["x_bits"], json!(bits(&x)), "{wire}: {got}");
     let doubled: Vec<f32> = x.iter().map(|v| 2.0 * v).collect();
     let scorer = &got["scorer"];
-    assert_eq!(scorer["id"], "req-1", "{got}");
+    assert_eq!(scorer["id"], "req-1", "{wire}: {got}");
     assert_eq!(
         scorer["doubled"],
         json!({"dtype": "float32", "shape": [3, 3], "values": bits(&doubled)}),
-        "{got}"
+        "{wire}: {got}"
     );
     assert_eq!(
         scorer["positives"],
-        json!({"dtype": "int64", "shape": [3], "values": [2, 2, 1]})
+        json!({"dtype": "int64", "shape": [3], "values": [2, 2, 1]}),
+        "{wire}: {got}"
     );
     assert_eq!(
         scorer["label"],
-        json!({"dtype": "object", "shape": [3], "values": ["ALPHA", "BETA", "GAMMA É"]})
+        json!({"dtype": "object", "shape": [3], "values": ["ALPHA", "BETA", "GAMMA É"]}),
+        "{wire}: {got}"
     );
     // Only the requested output comes back (V1 has no filter: ferry applies it).
     let one = got["scorer_one_output"].as_object().map(|o| o.len());
-    assert_eq!(one, Some(2), "{got}");
+    assert_eq!(one, Some(2), "{wire}: {got}");
     assert_eq!(
         got["matrix"]["mt"],
         json!({"dtype": "int64", "shape": [3, 2], "values": [1, 4, 2, 5, 3, -(1_i64 << 62)]}),
-        "{got}"
+        "{wire}: {got}"
     );
-    assert_eq!(got["ready"], true, "{got}");
-    assert_eq!(got["unknown_model_ready"], false, "{got}");
-    assert_eq!(got["metadata"]["name"], "scorer");
-    assert_eq!(got["metadata"]["platform"], "kserve-v1");
+    assert_eq!(got["ready"], true, "{wire}: {got}");
+    // HTTP: tritonclient reads the 404 as not ready; gRPC: the 404 is NOT_FOUND, as the OIP
+    // translator maps any REST 404, and tritonclient raises it.
+    match wire {
+        "grpc" => assert_eq!(
+            got["unknown_model_ready"]["status"], "StatusCode.NOT_FOUND",
+            "{wire}: {got}"
+        ),
+        _ => assert_eq!(got["unknown_model_ready"], false, "{wire}: {got}"),
+    }
+    assert_eq!(got["metadata"]["name"], "scorer", "{wire}: {got}");
+    assert_eq!(got["metadata"]["platform"], "kserve-v1", "{wire}: {got}");
     assert_eq!(
         got["metadata"]["outputs"][1],
-        json!({"name": "positives", "datatype": "INT64", "shape": [-1]})
+        json!({"name": "positives", "datatype": "INT64", "shape": [-1]}),
+        "{wire}: {got}"
     );
+    let (bad, unknown) = match wire {
+        "grpc" => ("StatusCode.INVALID_ARGUMENT", "StatusCode.NOT_FOUND"),
+        _ => ("400", "404"),
+    };
     let error = |case: &str, status: &str, text: &str| {
         let e = &got[case];
-        assert_eq!(e["status"], status, "{case}: {e}");
+        assert_eq!(e["status"], status, "{wire} {case}: {e}");
         let msg = e["message"].as_str().unwrap_or_default();
-        assert!(msg.contains(text), "{case}: {msg:?} lacks {text:?}");
+        assert!(msg.contains(text), "{wire} {case}: {msg:?} lacks {text:?}");
     };
     error(
         "wrong_dtype",
-        "400",
+        bad,
         "datatype \"FP64\" does not match the model's FP32",
     );
-    error("missing_input", "400", "missing input \"tag\"");
-    error("unknown_model", "404", "nope");
-    Ok(())
+    error("missing_input", bad, "missing input \"tag\"");
+    error("unknown_model", unknown, "nope");
 }
 
 /// python requests (V1 `:predict`, row and columnar) → ferry → MLServer gets what MLServer

@@ -131,7 +131,8 @@ pub fn route(p: RouteParts<'_>, metrics: &Arc<Metrics>) -> RouteService {
         // Translation: what follows (timeouts, retries) applies to the translated request.
         // TF Serving gRPC callers: to OIP gRPC first (then REST below, for a REST upstream).
         .then(filter_settings::tfserving(r.translate.as_ref(), false).map(TfServingLayer::new))
-        // gRPC callers of a bridge that reads OIP REST (TorchServe): translated to REST first.
+        // gRPC callers of a bridge that reads OIP REST (TorchServe, KServe V1): translated to
+        // REST first.
         .then(crate::filter_settings_torchserve::grpc_callers(
             r.translate.as_ref(),
         ))
