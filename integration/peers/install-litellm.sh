@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the LiteLLM proxy, a real OpenAI-compatible server whose mock models answer without
 # a model behind them, into its own venv for the prompt-prefix affinity test:
-#   PEERS_DIR/litellm   (~750 MB, 40-70 s cold)
+#   PEERS_DIR/litellm   (~760 MB, 40-105 s cold)
 # Usage: install-litellm.sh PEERS_DIR
 # Concurrent test processes serialise on a flock; the stamp records the pins, so changing them
 # reinstalls. Any failure exits non-zero so the calling test fails loudly rather than skipping.

@@ -6,8 +6,7 @@
 //! Installed (pinned) by `peers/install-litellm.sh` into `<root>/target/peers/litellm`, once per
 //! test process and under a flock across processes; a failed install fails the test.
 //! [`LiteLlm::start_many`] starts several proxies at once (each takes 7-10 s to answer on two
-//! cores, about a minute the very first time its bytecode is compiled) and each is killed on
-//! drop.
+//! cores, up to a minute the very first time after an install) and each is killed on drop.
 //!
 //! LiteLLM refuses to start without a master key ([`MASTER_KEY`]); every request then needs
 //! `authorization: Bearer <key>` ([`AUTHORIZATION`]). `LITELLM_LOCAL_MODEL_COST_MAP=True` keeps
@@ -36,8 +35,8 @@ pub const MASTER_KEY: &str = "sk-ferry-litellm-test";
 pub const AUTHORIZATION: &str = "Bearer sk-ferry-litellm-test";
 /// The one model each proxy serves: a mock that always answers with its instance's name.
 pub const MODEL: &str = "ferry-mock";
-/// How long a proxy may take to answer `/v1/models`: 7-10 s measured on 2 cores, 62 s on the
-/// very first run (bytecode compilation), so a busy machine keeps a margin.
+/// How long a proxy may take to answer `/v1/models`: 7-10 s measured on 2 cores (two started
+/// at once), 29-62 s on the very first run after an install, so a busy machine keeps a margin.
 pub const STARTUP_PATIENCE: Duration = Duration::from_secs(150);
 /// Bounds each readiness probe, so a wedged proxy fails the start instead of hanging it.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
