@@ -4,6 +4,7 @@
 
 pub mod before_after;
 mod files;
+mod headlines;
 mod markdown;
 pub mod mtls;
 pub mod tracing;
@@ -105,194 +106,6 @@ pub struct Report {
     pub samples: Vec<Sample>,
 }
 
-/// (label, scenario, metric, higher is better) for each headline row.
-const HEADLINES: &[(&str, &str, &str, bool)] = &[
-    (
-        "HTTP/1.1 keep-alive req/s (1 core)",
-        "h1_saturation",
-        "rps",
-        true,
-    ),
-    ("h2c req/s (1 core)", "h2_saturation", "rps", true),
-    (
-        "HTTP/1.1 CPU-s per 10k req",
-        "h1_saturation",
-        "cpu_s_per_10k",
-        false,
-    ),
-    (
-        "h2c CPU-s per 10k req",
-        "h2_saturation",
-        "cpu_s_per_10k",
-        false,
-    ),
-    ("gRPC unary req/s (100 streams)", "grpc_unary", "rps", true),
-    ("gRPC 1 MiB each way, MiB/s", "grpc_1mib", "mib_per_s", true),
-    (
-        "gRPC 1 MiB CPU-s per 10k req",
-        "grpc_1mib",
-        "cpu_s_per_10k",
-        false,
-    ),
-    (
-        "gRPC unary CPU-s per 10k req",
-        "grpc_unary",
-        "cpu_s_per_10k",
-        false,
-    ),
-    (
-        "gRPC unary, 10 callers, CPU-s per 10k req",
-        "many_callers_10",
-        "cpu_s_per_10k",
-        false,
-    ),
-    (
-        "gRPC unary, 100 callers, CPU-s per 10k req",
-        "many_callers_100",
-        "cpu_s_per_10k",
-        false,
-    ),
-    (
-        "gRPC unary, 1,000 callers, CPU-s per 10k req",
-        "many_callers_1000",
-        "cpu_s_per_10k",
-        false,
-    ),
-    (
-        "gRPC unary, 1,000 callers, req/s",
-        "many_callers_1000",
-        "rps",
-        true,
-    ),
-    (
-        "new connection per request, CPU-s per 10k req",
-        "churn",
-        "cpu_s_per_10k",
-        false,
-    ),
-    ("new connection per request, req/s", "churn", "rps", true),
-    (
-        "added p50 @1k req/s (ms)",
-        "latency_1k",
-        "added_p50_ms",
-        false,
-    ),
-    (
-        "added p99 @1k req/s (ms)",
-        "latency_1k",
-        "added_p99_ms",
-        false,
-    ),
-    (
-        "added p99.9 @1k req/s (ms)",
-        "latency_1k",
-        "added_p999_ms",
-        false,
-    ),
-    (
-        "added p50 @5k req/s (ms)",
-        "latency_5k",
-        "added_p50_ms",
-        false,
-    ),
-    (
-        "added p99 @5k req/s (ms)",
-        "latency_5k",
-        "added_p99_ms",
-        false,
-    ),
-    (
-        "added p99.9 @5k req/s (ms)",
-        "latency_5k",
-        "added_p999_ms",
-        false,
-    ),
-    ("1 MiB POST req/s", "upload_1mib", "rps", true),
-    (
-        "1 MiB POST CPU-s per 10k req",
-        "upload_1mib",
-        "cpu_s_per_10k",
-        false,
-    ),
-    (
-        "SSE time to first event p50 (ms)",
-        "sse_first_event",
-        "ttfe_p50_ms",
-        false,
-    ),
-    ("RSS idle (MiB)", "memory", "rss_idle_mib", false),
-    ("RSS loaded (MiB)", "memory", "rss_loaded_mib", false),
-    (
-        "cold start to first 200 (ms)",
-        "cold_start",
-        "ready_ms",
-        false,
-    ),
-    ("10 routes req/s", "routes_10", "rps", true),
-    ("10,000 routes req/s", "routes_10000", "rps", true),
-    (
-        "10,000 routes RSS idle (MiB)",
-        "routes_10000",
-        "rss_idle_mib",
-        false,
-    ),
-    (
-        "10,000 routes cold start (ms)",
-        "routes_10000",
-        "ready_ms",
-        false,
-    ),
-    (
-        "REST→gRPC 64 FP32 CPU-ms per req",
-        "translate_64",
-        "cpu_ms_per_req",
-        false,
-    ),
-    ("REST→gRPC 64 FP32 req/s", "translate_64", "rps", true),
-    (
-        "REST→gRPC 64 FP32 peak RSS (MiB)",
-        "translate_64",
-        "rss_peak_mib",
-        false,
-    ),
-    (
-        "REST→gRPC 65,536 FP32 CPU-ms per req",
-        "translate_65536",
-        "cpu_ms_per_req",
-        false,
-    ),
-    (
-        "REST→gRPC 65,536 FP32 req/s",
-        "translate_65536",
-        "rps",
-        true,
-    ),
-    (
-        "REST→gRPC 65,536 FP32 peak RSS (MiB)",
-        "translate_65536",
-        "rss_peak_mib",
-        false,
-    ),
-    (
-        "REST→gRPC 1,000,000 FP32 CPU-ms per req",
-        "translate_1000000",
-        "cpu_ms_per_req",
-        false,
-    ),
-    (
-        "REST→gRPC 1,000,000 FP32 req/s",
-        "translate_1000000",
-        "rps",
-        true,
-    ),
-    (
-        "REST→gRPC 1,000,000 FP32 peak RSS (MiB)",
-        "translate_1000000",
-        "rss_peak_mib",
-        false,
-    ),
-];
-
 /// Median of `values` (NaN when empty).
 pub fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
@@ -391,7 +204,7 @@ pub fn find<'a>(
 /// The headline rows present in `aggs`.
 pub fn headline(aggs: &[Aggregate]) -> Vec<Headline> {
     let mut rows = Vec::new();
-    for &(label, scenario, metric, higher_is_better) in HEADLINES {
+    for &(label, scenario, metric, higher_is_better) in headlines::HEADLINES {
         let medians: BTreeMap<Kind, f64> = Kind::ALL
             .into_iter()
             .filter_map(|k| find(aggs, scenario, metric, k).map(|a| (k, a.median)))

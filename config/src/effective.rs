@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::defaults::API_VERSION;
 use crate::ir::{
     Action, Config, HeaderEdits, HeaderMatch, Listener, PathMatch, RetryOn, RetryPolicy, Route,
-    RouteMatch, StringMatch, TranslateDirection, UpstreamBinary,
+    RouteMatch, StringMatch,
 };
 use crate::validate::{Parts, format_duration, format_percent};
 
@@ -25,6 +25,7 @@ mod limits;
 mod mirror;
 mod tls;
 mod tracing;
+mod translate;
 
 /// Builds the final [`Config`] from validated parts.
 pub(crate) fn finish(parts: Parts) -> Config {
@@ -184,59 +185,7 @@ fn route(r: &Route) -> Value {
         out.insert("retry".into(), retry_policy(retry));
     }
     if let Some(t) = &r.translate {
-        let (from, to) = t.direction.names();
-        let mut spec = json!({
-            "from": from,
-            "to": to,
-            "protocol": if t.descriptor.is_some() { "descriptor" } else { "oip-v2" },
-            "max_decoded_bytes": t.max_decoded_bytes,
-        });
-        if let Some(d) = &t.descriptor {
-            spec["descriptor_set"] = d.descriptor_set.display().to_string().into();
-            spec["unknown_fields"] = if d.reject_unknown_fields {
-                "reject"
-            } else {
-                "ignore"
-            }
-            .into();
-            spec["streaming"] = match d.streaming {
-                crate::ir::StreamingFormat::Ndjson => "ndjson",
-                crate::ir::StreamingFormat::Sse => "sse",
-            }
-            .into();
-            if !d.services.is_empty() {
-                spec["services"] = d.services.clone().into();
-            }
-        }
-        if let Some(sig) = &t.signature {
-            spec["signature"] = signature(sig);
-        }
-        match t.direction {
-            TranslateDirection::OipToTorchserve(b) => torchserve_fields(&mut spec, b),
-            TranslateDirection::OipToKserveV1(crate::ir::OipCallers::Both) => {
-                spec["from"] = json!(["oip-v2-rest", "oip-v2-grpc"]);
-            }
-            _ => {}
-        }
-        // `protocol` goes with the `rest`/`grpc` names only.
-        if !matches!(
-            t.direction,
-            TranslateDirection::RestToGrpc | TranslateDirection::GrpcToRest
-        ) && let Some(o) = spec.as_object_mut()
-        {
-            o.remove("protocol");
-        }
-        if matches!(
-            t.direction,
-            TranslateDirection::GrpcToRest | TranslateDirection::TfservingGrpcToOipRest
-        ) {
-            spec["upstream_binary"] = match t.upstream_binary {
-                UpstreamBinary::On => true.into(),
-                UpstreamBinary::Off => false.into(),
-                UpstreamBinary::Auto => "auto".into(),
-            };
-        }
-        out.insert("translate".into(), spec);
+        out.insert("translate".into(), translate::translate(t));
     }
     if let Some(v) = &r.validate_tensors {
         out.insert("validate_tensors".into(), validate_tensors(v));
@@ -401,31 +350,4 @@ fn retry_on(r: RetryOn) -> Value {
         RetryOn::Reset => "reset",
     };
     name.into()
-}
-
-fn signature(s: &crate::ir::Signature) -> Value {
-    let tensors = |ts: &[crate::ir::TensorSpec]| -> Value {
-        ts.iter()
-            .map(|t| json!({ "name": t.name, "datatype": t.datatype, "shape": t.shape }))
-            .collect()
-    };
-    let mut out = json!({ "inputs": tensors(&s.inputs) });
-    if !s.outputs.is_empty() {
-        out["outputs"] = tensors(&s.outputs);
-    }
-    out
-}
-
-/// A TorchServe bridge's caller list (both OIP wires as a list) and payload.
-fn torchserve_fields(spec: &mut Value, b: crate::ir::TorchserveBridge) {
-    use crate::ir::{OipCallers, TorchservePayload};
-    if b.callers == OipCallers::Both {
-        spec["from"] = json!(["oip-v2-rest", "oip-v2-grpc"]);
-    }
-    spec["payload"] = match b.payload {
-        TorchservePayload::Json => "json",
-        TorchservePayload::Raw => "raw",
-        TorchservePayload::Npy => "npy",
-    }
-    .into();
 }
