@@ -15,6 +15,7 @@
 pub(crate) mod client;
 pub(crate) mod endpoint;
 pub(crate) mod ferry;
+pub(crate) mod fixed_rate;
 pub(crate) mod load;
 pub(crate) mod phases;
 mod report;

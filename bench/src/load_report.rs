@@ -21,25 +21,19 @@ mod report;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::error::{BenchError, IoContext, Result};
-use crate::faults::client::{Dialer, Proto};
 use crate::faults::endpoint::Endpoint;
 use crate::faults::ferry::Ferry;
-use crate::faults::load::{self, Plan};
-use crate::faults::phases::{self, Phase};
+use crate::faults::fixed_rate;
 use crate::targets::free_port;
 
 const TEMPLATE: &str = include_str!("../configs/ferry-load-report.yaml");
 /// What the replicas report: vLLM's metrics as its `endpoint-load-metrics` header carries them.
 pub const REPLICA_REPORT: &str =
     "TEXT named_metrics.kv_cache_usage_perc=0.42, named_metrics.num_requests_waiting=3";
-/// Load before the measured run (connections opened, estimates settled).
-const WARM_UP: Duration = Duration::from_millis(500);
-
 /// One way of running ferry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Variant {
@@ -177,40 +171,23 @@ async fn one(
         None,
     )
     .await?;
-    let plan = |duration| Plan {
-        dialer: Dialer::plain(ferry.addr, Proto::Http1),
-        connections: opts.connections,
-        streams: 1,
-        rate: opts.rate,
-        duration,
-        recycle_after: None,
-    };
-    load::run(plan(WARM_UP), Instant::now()).await?;
-    let ticks = crate::procfs::clock_ticks()?;
-    let before = crate::procfs::tree_cpu(ferry.pid(), ticks)?;
-    let secs = Duration::try_from_secs_f64(opts.secs)
-        .map_err(|e| BenchError::Process(format!("--secs: {e}")))?;
-    let recorded = load::run(plan(secs), Instant::now()).await?;
-    let cpu = crate::procfs::tree_cpu(ferry.pid(), ticks)? - before;
-    drop(ferry);
-    let all = Phase {
-        name: "load",
-        from: Duration::ZERO,
-        to: Duration::MAX,
-    };
-    let stats = phases::account(&[all], &recorded.samples)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| BenchError::Process("no latency figures".into()))?;
-    let answered = stats.sent.saturating_sub(stats.failed).max(1) as f64;
+    let m = fixed_rate::measure(
+        ferry,
+        fixed_rate::Load {
+            connections: opts.connections,
+            rate: opts.rate,
+            secs: opts.secs,
+        },
+    )
+    .await?;
     Ok(VariantRun {
         variant,
         rep: 1,
-        sent: stats.sent,
-        failed: stats.failed,
-        cpu_us_per_req: cpu.total() * 1e6 / answered,
-        user_us_per_req: cpu.user * 1e6 / answered,
-        p50_ms: stats.p50_ms,
-        p99_ms: stats.p99_ms,
+        sent: m.sent,
+        failed: m.failed,
+        cpu_us_per_req: m.cpu_us_per_req,
+        user_us_per_req: m.user_us_per_req,
+        p50_ms: m.p50_ms,
+        p99_ms: m.p99_ms,
     })
 }
