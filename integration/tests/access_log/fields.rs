@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     LISTENER, assert_common_fields, by_id, cluster, config, json_lines, start, wait_lines,
+    wait_text_lines,
 };
 
 fn echo_msg(m: &str) -> tonic::Request<EchoRequest> {
@@ -185,7 +186,7 @@ async fn one_line_per_request_on_http1_h2c_grpc_and_a_translated_route() -> anyh
     );
 
     // The text sink got the same requests, one fixed 26-field line each.
-    let text = std::fs::read_to_string(&text_path)?;
+    let text = wait_text_lines(&text_path, 6).await?;
     let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
     assert_eq!(rows.len(), 6, "{text}");
     for row in &rows {

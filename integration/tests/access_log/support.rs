@@ -64,6 +64,20 @@ pub async fn wait_lines(path: &Path, n: usize) -> anyhow::Result<Vec<Value>> {
     .await
 }
 
+/// Waits until the text sink at `path` holds `n` complete lines (and then returns its text up
+/// to the last newline). Each sink has its own writer, so one being complete says nothing of
+/// another.
+pub async fn wait_text_lines(path: &Path, n: usize) -> anyhow::Result<String> {
+    eventually(PATIENCE, || async {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+        let have = complete.lines().count();
+        anyhow::ensure!(have >= n, "{} has {have} of {n} lines", path.display());
+        Ok(complete.to_owned())
+    })
+    .await
+}
+
 /// The line whose `request_id` is `id`.
 pub fn by_id<'a>(lines: &'a [Value], id: &str) -> anyhow::Result<&'a Value> {
     lines
