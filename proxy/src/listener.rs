@@ -20,6 +20,7 @@ mod framing;
 mod idle;
 mod stall;
 mod tracked;
+mod woken;
 
 pub use self::cap::{ConnPermit, ConnectionCap};
 pub use self::framing::{FramingGuard, Verdicts};

@@ -13,6 +13,7 @@ use std::time::Duration;
 use ferry_config::ListenerLimits;
 use tokio::sync::watch;
 
+use super::woken::woken_only;
 use super::{Activity, Stall};
 use crate::body::BoxError;
 use crate::metrics::ListenerLabels;
@@ -65,11 +66,21 @@ impl Watch<'_> {
                 }
                 return Some(ended);
             }
-            stop = self.limits_hit(peer) => stop,
-            () = stalled.as_mut() => {
-                self.count(Close::Stalled, peer);
-                Stop::Now
-            }
+            // The limits are polled only when one of their timers or the drain woke the task,
+            // not on each of the connection's own wake-ups (see `woken`).
+            hit = woken_only(async {
+                tokio::select! {
+                    biased;
+                    stop = self.limits_hit(peer) => Some(stop),
+                    () = stalled.as_mut() => None,
+                }
+            }) => match hit {
+                Some(stop) => stop,
+                None => {
+                    self.count(Close::Stalled, peer);
+                    Stop::Now
+                }
+            },
         };
         if let Stop::Now = stop {
             return None;

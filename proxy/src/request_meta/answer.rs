@@ -20,10 +20,13 @@ pub(super) struct Answer {
 }
 
 impl Answer {
-    pub(super) fn of(resp: &Response<ProxyBody>, code: u16) -> Self {
-        let grpc = resp
-            .headers()
-            .get(&GRPC_STATUS)
+    /// `grpc`: whether the request was a gRPC call (or may have been: unknown). Only a gRPC
+    /// answer's `grpc-status` means anything, and looking a custom header up hashes its name:
+    /// other answers skip it.
+    pub(super) fn of(resp: &Response<ProxyBody>, code: u16, grpc: bool) -> Self {
+        let grpc = grpc
+            .then(|| resp.headers().get(&GRPC_STATUS))
+            .flatten()
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok());
         let rendered = resp

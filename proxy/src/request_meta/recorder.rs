@@ -27,7 +27,7 @@ impl Recorder {
     ) {
         let duration = start.elapsed();
         let code = resp.status().as_u16();
-        let answer = Answer::of(resp, code);
+        let answer = Answer::of(resp, code, seen.as_ref().is_none_or(Capture::grpc));
         let forwarded = outcome.forwarded.lock().ok().and_then(|f| f.clone());
         let cluster = forwarded.as_ref().map(|f| f.cluster.clone());
         let (unrouted, metrics) = (&self.unrouted, &self.metrics);
