@@ -8,7 +8,10 @@
 //! - `m10`: `mirror: [{cluster: candidate, fraction: 0.1}]`;
 //! - `m100`: the same at `fraction: 1`;
 //! - `m100-hung`: `fraction: 1` to a candidate that reads requests and never answers
-//!   (`timeout: 1s`, `max_in_flight: 64`): the primary's latency while every mirror hangs.
+//!   (`timeout: 1s`, `max_in_flight: 64`): the primary's latency while every mirror hangs;
+//! - `m10-hung`, `m10-killed`, `m100-killed`, `m10-500`, `m100-500`: the candidate hung, gone
+//!   (its port closed, as after a SIGKILL: every mirror's connect is refused) or answering
+//!   every mirror with 500, at either share: the primary must not notice any of them.
 //!
 //! Each run is an open-loop load (HTTP/1.1 keep-alive `GET /`) at `rate` for `secs` after half
 //! a second of warm-up; CPU is ferry's utime + stime over the measured load divided by the
@@ -41,6 +44,16 @@ pub enum Variant {
     All,
     /// Everything mirrored to a candidate that never answers.
     AllHung,
+    /// A tenth mirrored to a candidate that never answers.
+    TenHung,
+    /// A tenth mirrored to a candidate that is gone (connection refused).
+    TenKilled,
+    /// Everything mirrored to a candidate that is gone.
+    AllKilled,
+    /// A tenth mirrored to a candidate answering 500.
+    TenFailing,
+    /// Everything mirrored to a candidate answering 500.
+    AllFailing,
 }
 
 /// What the command was asked to do.
@@ -88,8 +101,28 @@ pub struct VariantRun {
 // === impl Variant ===
 
 impl Variant {
+    /// What the candidate does in this variant (`None`: it is gone).
+    fn candidate(self) -> Option<Mode> {
+        match self {
+            Variant::AllHung | Variant::TenHung => Some(Mode::Hang),
+            Variant::TenKilled | Variant::AllKilled => None,
+            Variant::TenFailing | Variant::AllFailing => Some(Mode::Fail),
+            Variant::None | Variant::Ten | Variant::All => Some(Mode::Normal),
+        }
+    }
+
     /// Every variant, in run order.
-    pub const ALL: [Variant; 4] = [Variant::None, Variant::Ten, Variant::All, Variant::AllHung];
+    pub const ALL: [Variant; 9] = [
+        Variant::None,
+        Variant::Ten,
+        Variant::All,
+        Variant::AllHung,
+        Variant::TenHung,
+        Variant::TenKilled,
+        Variant::AllKilled,
+        Variant::TenFailing,
+        Variant::AllFailing,
+    ];
 
     /// Name in results.
     pub fn name(self) -> &'static str {
@@ -98,6 +131,11 @@ impl Variant {
             Variant::Ten => "m10",
             Variant::All => "m100",
             Variant::AllHung => "m100-hung",
+            Variant::TenHung => "m10-hung",
+            Variant::TenKilled => "m10-killed",
+            Variant::AllKilled => "m100-killed",
+            Variant::TenFailing => "m10-500",
+            Variant::AllFailing => "m100-500",
         }
     }
 
@@ -105,8 +143,8 @@ impl Variant {
     pub fn fraction(self) -> f64 {
         match self {
             Variant::None => 0.0,
-            Variant::Ten => 0.1,
-            Variant::All | Variant::AllHung => 1.0,
+            Variant::Ten | Variant::TenHung | Variant::TenKilled | Variant::TenFailing => 0.1,
+            Variant::All | Variant::AllHung | Variant::AllKilled | Variant::AllFailing => 1.0,
         }
     }
 
@@ -143,18 +181,23 @@ pub fn run(opts: &Options) -> Result<Vec<VariantRun>> {
     let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
     let primary = Endpoint::start(any_port)?;
     let mut candidate = Endpoint::start(any_port)?;
+    // A port nothing listens on: where a SIGKILLed candidate's mirrors go.
+    let gone = SocketAddr::from(([127, 0, 0, 1], free_port()?));
     let mut runs = Vec::new();
     for rep in 1..=opts.reps.max(1) {
         for variant in Variant::ALL {
             eprintln!("ferry-bench mirror: {} (rep {rep})", variant.name());
-            candidate.set(match variant {
-                Variant::AllHung => Mode::Hang,
-                _ => Mode::Normal,
-            })?;
+            let target = match variant.candidate() {
+                Some(mode) => {
+                    candidate.set(mode)?;
+                    candidate.addr
+                }
+                None => gone,
+            };
             let before = candidate.answered()?;
             let workdir = opts.work.join(variant.name());
             let mut run = runtime
-                .block_on(one(opts, &workdir, variant, (primary.addr, candidate.addr)))
+                .block_on(one(opts, &workdir, variant, (primary.addr, target)))
                 .map_err(|e| BenchError::Process(format!("{} rep {rep}: {e}", variant.name())))?;
             run.rep = rep;
             run.mirrored = candidate.answered()? - before;

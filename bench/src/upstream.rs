@@ -149,7 +149,7 @@ async fn grpc_echo(req: Request<Incoming>) -> Response<Body> {
     resp
 }
 
-fn status(code: StatusCode) -> Response<Body> {
+pub(crate) fn status(code: StatusCode) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::new()).boxed());
     *resp.status_mut() = code;
     resp

@@ -41,6 +41,8 @@ pub enum Mode {
     /// Answers each request [`DELAY`] late, so that requests are in flight at any moment
     /// (at 2,000 req/s about 40): what a reload or a drain must not drop.
     Delay = 3,
+    /// Answers every request at once with 500 (counted as answered).
+    Fail = 4,
 }
 
 /// How late [`Mode::Delay`] answers.
@@ -70,6 +72,7 @@ impl Mode {
             Mode::Hang => "hang",
             Mode::Reset => "reset",
             Mode::Delay => "delay",
+            Mode::Fail => "fail",
         }
     }
 
@@ -79,6 +82,7 @@ impl Mode {
             "hang" => Some(Mode::Hang),
             "reset" => Some(Mode::Reset),
             "delay" => Some(Mode::Delay),
+            "fail" => Some(Mode::Fail),
             _ => None,
         }
     }
@@ -253,6 +257,13 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                             Err(Injected)
                         }
                         m if m == Mode::Reset as u8 => Err(Injected),
+                        m if m == Mode::Fail as u8 => {
+                            drop(req);
+                            shared.answered.fetch_add(1, Ordering::Relaxed);
+                            Ok(crate::upstream::status(
+                                hyper::StatusCode::INTERNAL_SERVER_ERROR,
+                            ))
+                        }
                         m => {
                             if m == Mode::Delay as u8 {
                                 tokio::time::sleep(DELAY).await;

@@ -121,7 +121,7 @@ fn markdown(opts: &Options, machine: &Machine, summary: &[Summary]) -> String {
          {} s measured per run after 0.5 s of warm-up, {} repetitions (variants interleaved). \
          CPU = ferry's utime + stime ÷ answered primary requests; per mirror = (variant − none \
          in the same repetition) ÷ share mirrored. `mirrored` counts answers the candidate gave \
-         (warm-up included; the hung candidate gives none).\n\n\
+         (warm-up included; the hung and the killed candidate give none, 500s count).\n\n\
          | variant | CPU µs/request, median (min–max) | ÷ none, median (min–max) | CPU µs per mirror | p99 ms | p99 ÷ none | mirrored | failed |\n\
          |---|---|---|---|---|---|---|---|\n",
         machine.cores,
