@@ -30,6 +30,9 @@ pub struct Connection {
 #[derive(Debug, Clone)]
 pub struct ClientAddr {
     ip: Arc<str>,
+    /// `ip` as a header value: requests without an `x-forwarded-for` take a reference-counted
+    /// clone instead of a copy.
+    ip_header: Option<http::HeaderValue>,
     forwarded_for: String,
 }
 
@@ -40,8 +43,10 @@ impl ClientAddr {
             SocketAddr::V4(a) => format!("for={}", a.ip()),
             SocketAddr::V6(a) => format!("for=\"[{}]\"", a.ip()),
         };
+        let ip = client.ip().to_string();
         Self {
-            ip: Arc::from(client.ip().to_string()),
+            ip_header: http::HeaderValue::from_maybe_shared(bytes::Bytes::from(ip.clone())).ok(),
+            ip: Arc::from(ip),
             forwarded_for,
         }
     }
@@ -49,6 +54,11 @@ impl ClientAddr {
     /// The IP address as text (`x-forwarded-for`).
     pub fn ip(&self) -> &str {
         &self.ip
+    }
+
+    /// The IP address as a header value (`x-forwarded-for`).
+    pub fn ip_header(&self) -> Option<&http::HeaderValue> {
+        self.ip_header.as_ref()
     }
 
     /// The IP address as a shared string (span attributes take it without a copy).

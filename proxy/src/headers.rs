@@ -1,6 +1,7 @@
 //! Header handling on the hop: hop-by-hop removal (RFC 9110 §7.6.1), forwarding headers and
 //! request ids.
 
+use bytes::Bytes;
 use http::HeaderMap;
 use http::header::{CONNECTION, HeaderName, HeaderValue, TE, TRANSFER_ENCODING, UPGRADE};
 
@@ -90,27 +91,37 @@ pub fn append_forwarded(
     proto: &str,
     host: Option<&str>,
 ) {
+    // Header values are made from owned buffers (`from_maybe_shared`), not copied: two
+    // allocations fewer on every request (dhat).
     let xff = match headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
-        Some(existing) => HeaderValue::from_str(&format!("{existing}, {}", client.ip())),
-        None => HeaderValue::from_str(client.ip()),
+        Some(existing) => {
+            HeaderValue::from_maybe_shared(Bytes::from(format!("{existing}, {}", client.ip()))).ok()
+        }
+        None => client.ip_header().cloned(),
     };
-    if let Ok(v) = xff {
+    if let Some(v) = xff {
         headers.insert(X_FORWARDED_FOR.clone(), v);
     }
-    let mut element = String::with_capacity(client.forwarded_for().len() + 32);
-    element.push_str(client.forwarded_for());
-    element.push_str(";proto=");
-    element.push_str(proto);
-    if let Some(host) = host
-        && host
-            .bytes()
+    let host = host.filter(|host| {
+        host.bytes()
             .all(|b| b.is_ascii_graphic() && b != b'"' && b != b';' && b != b',')
-    {
-        element.push_str(";host=\"");
-        element.push_str(host);
-        element.push('"');
+    });
+    // Exactly sized: a `Vec` whose length is its capacity becomes `Bytes` without another
+    // allocation.
+    let len = client.forwarded_for().len()
+        + ";proto=".len()
+        + proto.len()
+        + host.map_or(0, |h| ";host=\"\"".len() + h.len());
+    let mut element = Vec::with_capacity(len);
+    element.extend_from_slice(client.forwarded_for().as_bytes());
+    element.extend_from_slice(b";proto=");
+    element.extend_from_slice(proto.as_bytes());
+    if let Some(host) = host {
+        element.extend_from_slice(b";host=\"");
+        element.extend_from_slice(host.as_bytes());
+        element.push(b'"');
     }
-    if let Ok(v) = HeaderValue::from_str(&element) {
+    if let Ok(v) = HeaderValue::from_maybe_shared(Bytes::from(element)) {
         headers.append(FORWARDED.clone(), v);
     }
 }
