@@ -6,6 +6,8 @@
 # to a fraction of a percent, unlike CPU time on a shared machine.
 #
 #   bench/scripts/callgrind-per-request.sh FERRY [FERRY_BENCH]   # prints "<ferry> <instr/request>"
+#   PROTO=h2c (or grpc) bench/scripts/callgrind-per-request.sh FERRY   # h2c GETs (small unary gRPC
+#       calls) one at a time on one connection, sent by `ferry-bench sequential`
 #   CONFIG=bench/configs/ferry-limits.yaml LIMIT=local bench/scripts/callgrind-per-request.sh FERRY
 #   CONFIG=bench/configs/ferry-tracing.yaml RATIO=0.01 bench/scripts/callgrind-per-request.sh FERRY
 #
@@ -52,7 +54,8 @@ count() {
         "$ferry" run --config "$work/ferry.yaml" --worker-threads 1 2> "$work/valgrind.$n.log" &
     local pid=$!
     for _ in $(seq 600); do curl -sf -o /dev/null "http://127.0.0.1:$admin/ready" && break; sleep 0.1; done
-    python3 - "$h1" "$n" <<'PY'
+    if [ "${PROTO:-h1}" = h1 ]; then
+        python3 - "$h1" "$n" <<'PY'
 import http.client, sys
 conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
 for i in range(int(sys.argv[2])):
@@ -61,6 +64,9 @@ for i in range(int(sys.argv[2])):
     r.read()
     assert r.status == 200, r.status
 PY
+    else
+        "$bench" sequential --target "127.0.0.1:$h1" --n "$n" --proto "$PROTO"
+    fi
     kill -TERM "$pid"
     wait "$pid" || true
     if [ "${TOOL:-callgrind}" = dhat ]; then

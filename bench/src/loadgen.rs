@@ -300,3 +300,19 @@ pub async fn sse_first_event(
     }
     Ok(out)
 }
+
+/// Sends `n` requests one after another on one connection (for instruction counts under
+/// callgrind: one request in flight, so each is the same work).
+pub async fn sequential(
+    addr: SocketAddr,
+    proto: Proto,
+    spec: &RequestSpec,
+    n: usize,
+) -> Result<()> {
+    let mut conn = Conn::connect(addr, proto).await?;
+    let authority = addr.to_string();
+    for _ in 0..n {
+        conn.send(&authority, spec).await?;
+    }
+    Ok(())
+}

@@ -92,6 +92,19 @@ enum Sub {
         #[arg(long)]
         listen: SocketAddr,
     },
+    /// Send N requests one after another on one connection and exit (used by
+    /// bench/scripts/callgrind-per-request.sh for h2c and gRPC).
+    Sequential {
+        /// Where to send them.
+        #[arg(long)]
+        target: SocketAddr,
+        /// How many.
+        #[arg(long)]
+        n: usize,
+        /// h1 (`GET /`), h2c (`GET /` as h2c streams) or grpc (a small unary call).
+        #[arg(long, default_value = "h1")]
+        proto: String,
+    },
     /// Run only the OTLP/gRPC trace sink (prints "listening <addr>"; `GET /spans` answers the
     /// counts as JSON; exits when stdin closes).
     OtlpSink {
@@ -126,6 +139,7 @@ fn main() -> ExitCode {
         Some(Sub::Upstream { listen }) => upstream(listen),
         Some(Sub::Relay { listen, upstream }) => relay(listen, upstream),
         Some(Sub::OtlpSink { listen }) => otlp_sink(listen),
+        Some(Sub::Sequential { target, n, proto }) => sequential(target, n, &proto),
         Some(Sub::Soak {
             minutes,
             rate,
@@ -267,6 +281,26 @@ fn relay(listen: SocketAddr, upstream: SocketAddr) -> anyhow::Result<ExitCode> {
         ferry_bench::relay::serve(listener, upstream).await;
         Ok::<_, anyhow::Error>(())
     })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sequential(target: SocketAddr, n: usize, proto: &str) -> anyhow::Result<ExitCode> {
+    use ferry_bench::loadgen::{Proto, RequestSpec};
+    let tenant = (
+        http::HeaderName::from_static("x-tenant"),
+        http::HeaderValue::from_static("bench"),
+    );
+    let (proto, mut spec) = match proto {
+        "h1" => (Proto::Http1, RequestSpec::get("/")),
+        "h2c" => (Proto::H2c, RequestSpec::get("/")),
+        "grpc" => (Proto::H2c, ferry_bench::scenarios::grpc_unary()),
+        other => bail!("unknown --proto {other:?} (h1, h2c or grpc)"),
+    };
+    spec.headers.push(tenant);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(ferry_bench::loadgen::sequential(target, proto, &spec, n))?;
     Ok(ExitCode::SUCCESS)
 }
 

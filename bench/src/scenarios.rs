@@ -4,6 +4,8 @@
 
 mod measure;
 
+pub use measure::grpc_unary;
+
 use std::fmt::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;

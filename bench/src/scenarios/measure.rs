@@ -320,7 +320,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// A small unary gRPC call.
-fn grpc_unary() -> RequestSpec {
+pub fn grpc_unary() -> RequestSpec {
     RequestSpec {
         method: Method::POST,
         path: GRPC_PATH.to_owned(),
