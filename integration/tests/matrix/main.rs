@@ -222,7 +222,7 @@ fn render(table: &[(&str, Vec<&str>)], notes: &[String]) -> String {
     for (caller, row) in table {
         out.push_str(&format!("| {caller} | {} |\n", row.join(" | ")));
     }
-    out.push_str("n/a: ferry validate refuses the pair as not bridged yet, except:\n");
+    out.push_str("n/a: `ferry validate` refuses the pair as not bridged, except:\n");
     for n in notes {
         out.push_str(&format!("- {n}\n"));
     }

@@ -13,27 +13,40 @@ use super::{DOUBLE, PAIR, caller, f32_bits, peers, status};
 const CASES: &str = "ready,metadata,double_json,pair,pair_one_output,handler_fails,wrong_dtype,\
                      missing_input,unknown_model";
 
+/// Listener `main` bridges every call to the V1 endpoint; listener `split` only inference,
+/// and sends readiness and metadata through a `torchserve-rest` bridge to the same TorchServe
+/// (answered from the signature and `GET /ping`), the workaround for the gap below.
 fn config(ts: &TorchServe) -> String {
-    let route = |name: &str, model: Option<&str>, sig: &str| {
-        let matched = model
-            .map(|m| format!("\n        match: {{ model: {{ name: {m} }} }}"))
-            .unwrap_or_default();
+    let bridge = |name: &str, matched: &str, to: &str, sig: &str| {
         format!(
             "      - name: {name}{matched}
         translate:
           from: [oip-v2-rest, oip-v2-grpc]
-          to: kserve-v1
+          to: {to}
           signature:
             {sig}
         to: ts-v1
 "
         )
     };
+    let route = |name: &str, model: Option<&str>, sig: &str| {
+        let matched = model
+            .map(|m| format!("\n        match: {{ model: {{ name: {m} }} }}"))
+            .unwrap_or_default();
+        bridge(name, &matched, "kserve-v1", sig)
+    };
+    let infer_rest =
+        "\n        match: { path: { regex: \"/v2/models/[^/]+(/versions/[^/]+)?/infer\" } }";
+    let infer_grpc =
+        "\n        match: { path: { exact: /inference.GRPCInferenceService/ModelInfer } }";
     format!(
         "apiVersion: ferry/v1
 admin: {{ address: 127.0.0.1:0 }}
 listeners:
   - name: main
+    address: 127.0.0.1:0
+    routes:
+{}{}{}  - name: split
     address: 127.0.0.1:0
     routes:
 {}{}{}clusters:
@@ -44,6 +57,9 @@ listeners:
         route("pair_json", Some("pair_json"), PAIR),
         // Other model names reach TorchServe, which answers them.
         route("other-models", None, DOUBLE),
+        bridge("infer-rest", infer_rest, "kserve-v1", PAIR),
+        bridge("infer-grpc", infer_grpc, "kserve-v1", PAIR),
+        bridge("health-and-metadata", "", "torchserve-rest", PAIR),
         ts.rest,
     )
 }
@@ -60,7 +76,7 @@ async fn tritonclient_reaches_torchserve_v1_models() -> anyhow::Result<()> {
     )
     .await?;
     let ferry = Ferry::start(&config(&ts)).await?;
-    let target = ferry.only_listener()?;
+    let target = ferry.listener("main")?;
     let x: Vec<f32> = vec![1.5, -2.0, 3.25, 0.1, 1e-8, -1e30];
     let doubled: Vec<f32> = x.iter().map(|v| 2.0 * v).collect();
     let plus_one: Vec<f32> = x.iter().map(|v| v + 1.0).collect();
@@ -122,6 +138,25 @@ async fn tritonclient_reaches_torchserve_v1_models() -> anyhow::Result<()> {
             _ => error("ready", missing, "ResourceNotFoundException"),
         }
         error("metadata", missing, "ResourceNotFoundException");
+
+        // The workaround: inference on the V1 endpoint, readiness and metadata beside it.
+        let split = ferry.listener("split")?;
+        let got = caller(&peers, wire, split, Some("ready,metadata,pair")).await?;
+        let at = format!("tritonclient {wire} → ferry split routes → TorchServe V1");
+        assert_eq!(got["ready"], true, "{at}: {got}");
+        assert_eq!(
+            got["metadata"],
+            json!({
+                "name": "pair_json",
+                "platform": "torchserve",
+                "inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 3]},
+                           {"name": "n", "datatype": "INT64", "shape": [-1]}],
+                "outputs": [{"name": "y", "datatype": "FP32", "shape": [-1, 3]},
+                            {"name": "count", "datatype": "INT64", "shape": [-1]}],
+            }),
+            "{at}: {got}"
+        );
+        assert_eq!(got["pair"]["count"]["values"], json!(counts), "{at}: {got}");
     }
     Ok(())
 }
