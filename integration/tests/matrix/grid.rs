@@ -150,7 +150,15 @@ pub fn direct(caller: Caller, server: Server) -> Option<Server> {
     match (caller, server) {
         (Caller::TritonHttp, Server::MlRest | Server::MlGrpc) => Some(Server::MlRest),
         (Caller::TritonGrpc, Server::MlRest | Server::MlGrpc) => Some(Server::MlGrpc),
-        _ if caller.reach(server) == Reach::Passthrough => Some(server),
+        // Same protocol: the direct call is the reference. A server lacking the form: the
+        // direct call shows it refusing it.
+        _ if matches!(
+            caller.reach(server),
+            Reach::Passthrough | Reach::ServerLacks(_)
+        ) =>
+        {
+            Some(server)
+        }
         _ => None,
     }
 }

@@ -13,7 +13,8 @@
 //! results as the direct call where a server speaks the caller's protocol, and the mapped
 //! errors: wrong datatype, missing input and (rows) ragged rows → 400 / INVALID_ARGUMENT where
 //! a signature types the bridge, an unknown model → 404 / NOT_FOUND everywhere. Pairs ferry does
-//! not bridge are proved refused by `ferry validate`. The test prints the matrix it proved.
+//! not bridge are proved refused by `ferry validate`, a form a server lacks by its direct call's
+//! error. The test prints the matrix it proved.
 
 mod check;
 mod grid;
@@ -124,7 +125,31 @@ async fn every_caller_reaches_every_bridged_server() -> anyhow::Result<()> {
     let ferry = Ferry::start(&grid::config(|s| servers.endpoint(s))).await?;
     let scratch = tempfile::Builder::new().prefix("ferry-matrix-").tempdir()?;
 
-    // One job list per caller: its cells through ferry, and its direct calls.
+    // The callers run side by side, each over all its cells.
+    let runs = jobs(&ferry, &servers)?
+        .into_iter()
+        .map(|(script, jobs)| run_caller(&peers, script, jobs, scratch.path()));
+    let mut results = serde_json::Map::new();
+    for r in futures_util::future::try_join_all(runs).await? {
+        let cells = r
+            .as_object()
+            .cloned()
+            .context("a caller printed no object")?;
+        results.extend(cells);
+    }
+
+    let (table, notes, failures) = judge(&results, scratch.path()).await?;
+    println!("{}", render(&table, &notes));
+    assert!(
+        failures.is_empty(),
+        "cells failed:\n{}",
+        failures.join("\n")
+    );
+    Ok(())
+}
+
+/// One job list per caller script: its cells through ferry, and its direct calls.
+fn jobs(ferry: &Ferry, servers: &Servers) -> anyhow::Result<BTreeMap<Script, Vec<Value>>> {
     let mut jobs: BTreeMap<_, Vec<Value>> = BTreeMap::new();
     for caller in CALLERS {
         for server in SERVERS {
@@ -134,12 +159,10 @@ async fn every_caller_reaches_every_bridged_server() -> anyhow::Result<()> {
                     "target": target.to_string(),
                     "profile": server.profile().job(),
                 });
-                if matches!(caller, Caller::V1Rows | Caller::V1Columns) {
-                    job["form"] = json!(if caller == Caller::V1Rows {
-                        "row"
-                    } else {
-                        "columnar"
-                    });
+                match caller {
+                    Caller::V1Rows => job["form"] = json!("row"),
+                    Caller::V1Columns => job["form"] = json!("columnar"),
+                    _ => {}
                 }
                 jobs.entry(script(caller)).or_default().push(job);
             };
@@ -151,65 +174,62 @@ async fn every_caller_reaches_every_bridged_server() -> anyhow::Result<()> {
             }
         }
     }
-    // The callers run side by side, each over all its cells.
-    let runs = jobs
-        .into_iter()
-        .map(|(script, jobs)| run_caller(&peers, script, jobs, scratch.path()));
-    let mut results = serde_json::Map::new();
-    for r in futures_util::future::try_join_all(runs).await? {
-        results.extend(
-            r.as_object()
-                .cloned()
-                .context("a caller printed no object")?,
-        );
-    }
+    Ok(jobs)
+}
 
-    // Check every cell, then print the matrix with what failed.
-    let mut table = Vec::new();
-    let mut failures = Vec::new();
-    let mut notes = Vec::new();
+/// The table (a row per caller), the notes on its n/a cells, and every failure.
+type Judged = (
+    Vec<(&'static str, Vec<&'static str>)>,
+    Vec<String>,
+    Vec<String>,
+);
+
+/// Checks every cell of the scripts' `results`.
+async fn judge(results: &serde_json::Map<String, Value>, scratch: &Path) -> anyhow::Result<Judged> {
+    let (mut table, mut notes, mut failures) = (Vec::new(), Vec::new(), Vec::new());
     for caller in CALLERS {
         let mut row = Vec::new();
         for server in SERVERS {
-            let cell = match caller.reach(server) {
-                Reach::NotBridged => {
-                    if !refused(caller, server, scratch.path()).await? {
-                        failures.push(format!(
-                            "{caller:?} × {server:?}: ferry validate did not refuse it"
-                        ));
-                    }
-                    "n/a"
-                }
+            let direct = grid::direct(caller, server).map(|d| &results[&key(caller, d, true)]);
+            let problems = match caller.reach(server) {
+                Reach::NotBridged if refused(caller, server, scratch).await? => Vec::new(),
+                Reach::NotBridged => vec!["ferry validate did not refuse it".to_owned()],
+                // Proved by the direct call: the server refuses that form itself.
                 Reach::ServerLacks(why) => {
                     notes.push(format!(
                         "{} × {}: n/a, {why}",
                         caller.label(),
                         server.name()
                     ));
-                    "n/a"
+                    let answer = direct.map(|d| &d["ok"]);
+                    match answer.map(check::code) {
+                        Some(c) if c != "OK" => Vec::new(),
+                        _ => vec![format!("the server answered it directly: {answer:?}")],
+                    }
                 }
                 _ => {
                     let got = &results[&key(caller, server, false)];
-                    let direct =
-                        grid::direct(caller, server).map(|d| &results[&key(caller, d, true)]);
-                    let problems = check::cell(caller, server, got, direct);
-                    for p in &problems {
-                        failures.push(format!("{caller:?} × {server:?}: {p}"));
-                    }
-                    if problems.is_empty() { "ok" } else { "FAIL" }
+                    check::cell(caller, server, got, direct)
                 }
             };
-            row.push(cell);
+            let reachable = matches!(
+                caller.reach(server),
+                Reach::Passthrough | Reach::Translate | Reach::Bridge { .. }
+            );
+            row.push(match (reachable, problems.is_empty()) {
+                (_, false) => "FAIL",
+                (true, true) => "ok",
+                (false, true) => "n/a",
+            });
+            failures.extend(
+                problems
+                    .iter()
+                    .map(|p| format!("{caller:?} × {server:?}: {p}")),
+            );
         }
         table.push((caller.label(), row));
     }
-    println!("{}", render(&table, &notes));
-    assert!(
-        failures.is_empty(),
-        "cells failed:\n{}",
-        failures.join("\n")
-    );
-    Ok(())
+    Ok((table, notes, failures))
 }
 
 /// The matrix as a Markdown table, callers down, servers across.
