@@ -68,9 +68,10 @@ def unknown_model(profile):
     return p
 
 
-def run(case, fn, errors):
-    """One case's printed result: fn()'s answer, or the error it raised (one of `errors`)."""
+def run(printed_error, fn, errors):
+    """One case's printed result: fn()'s answer, or printed_error() of the error it raised (one
+    of `errors`; anything else fails the script, and so the test)."""
     try:
         return fn()
-    except errors as e:  # noqa: PERF203 - one call per case
-        return case(e)
+    except errors as e:
+        return printed_error(e)
