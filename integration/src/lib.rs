@@ -1,16 +1,17 @@
 //! ferry-integration: test support for ferry's end-to-end tests (`tests/e2e/`, mutual TLS in
-//! `tests/mtls/`, rate and concurrency limits in `tests/limits/`, malformed and abusive
-//! requests in `tests/bad_input/`, the tracing backend's self-test in `tests/phoenix/`, ferry's
-//! spans as that backend stores them in `tests/tracing/`, the access log `ferry run` writes in
-//! `tests/access_log/`, the chart's Grafana dashboard and alert rules against a real Prometheus
-//! in `tests/dashboard/`). It builds and runs the real `ferry` binary on `127.0.0.1:0`, starts
-//! real upstreams (HTTP/1.1 + h2c echo, a gate that holds requests and counts its peak
-//! concurrency, a recorder that keeps what it received, SSE, upload sink, tonic gRPC), installs
-//! pinned third-party peers (curl and openssl from the image, Python grpcio, Arize Phoenix as
-//! the real OTLP tracing backend, Prometheus with promtool, headless Chromium for the admin page
-//! in `tests/admin_page/`, the LiteLLM proxy with mock models as a real OpenAI-compatible
-//! upstream in [`litellm`]), makes throwaway certificates (rcgen), renders the Helm chart with
-//! the pinned helm ([`chart`]), and offers eventual assertions.
+//! `tests/mtls/`, rate and concurrency limits in `tests/limits/`, malformed and abusive requests in
+//! `tests/bad_input/`, the tracing backend's self-test in `tests/phoenix/`, ferry's spans as that
+//! backend stores them in `tests/tracing/`, the access log `ferry run` writes in
+//! `tests/access_log/`, the chart's Grafana dashboard and alert rules against a real Prometheus in
+//! `tests/dashboard/`, the model servers of the bridging suites in [`model_servers`]). It builds
+//! and runs the real `ferry` binary on `127.0.0.1:0`, starts real upstreams (HTTP/1.1 + h2c echo, a
+//! gate that holds requests and counts its peak concurrency, a recorder that keeps what it
+//! received, SSE, upload sink, tonic gRPC), installs pinned third-party peers (curl and openssl
+//! from the image, Python grpcio, Arize Phoenix as the real OTLP tracing backend, Prometheus with
+//! promtool, headless Chromium for the admin page in `tests/admin_page/`, the LiteLLM proxy with
+//! mock models as a real OpenAI-compatible upstream in [`litellm`]), makes throwaway certificates
+//! (rcgen), renders the Helm chart with the pinned helm ([`chart`]), and offers eventual
+//! assertions.
 //!
 //! This crate is test code, so it uses `anyhow` for errors, as the style guide allows for tests.
 
@@ -24,6 +25,7 @@ pub mod envoy;
 pub mod eventually;
 pub mod ferry;
 pub mod litellm;
+pub mod model_servers;
 pub mod peers;
 pub mod phoenix;
 pub mod prometheus;

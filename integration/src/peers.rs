@@ -141,3 +141,34 @@ pub async fn run_installer(script: &Path, dir: &Path, what: &str) -> anyhow::Res
     }
     Ok(())
 }
+
+/// Runs a peer's Python `script` with the interpreter `python` (a venv's) and returns the one
+/// JSON document it prints; a failing script fails the test with its stderr.
+pub async fn run_json(
+    python: &Path,
+    script: &Path,
+    args: &[String],
+) -> anyhow::Result<serde_json::Value> {
+    let out = Command::new(python)
+        .arg(script)
+        .args(args)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .with_context(|| format!("running {}", script.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} {args:?} failed ({}):\n{}",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "{} printed no JSON: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}

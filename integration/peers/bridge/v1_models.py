@@ -3,7 +3,9 @@ ModelServer over `/v1/models/<m>:predict`. Torch-free: plain Python over the JSO
 Usage: python v1_models.py --http_port N --grpc_port M
 
   scorer  row format: instances [{"x": [3 floats], "tag": str}] ->
-          predictions [{"doubled": 2*x, "positives": count of x > 0, "label": tag upper-cased}]
+          predictions [{"doubled": 2*x, "positives": count of x > 0, "label": tag upper-cased}];
+          columnar: inputs {"x": [[3 floats], ...], "tag": [str, ...]} -> outputs of the same
+          three, one element per item
   matrix  columnar: inputs [[...], [...]] (one unnamed input) -> outputs: its transpose
 """
 
@@ -16,21 +18,25 @@ class Scorer(Model):
         super().__init__(name)
         self.ready = True
 
+    @staticmethod
+    def _score(x, tag):
+        return {
+            "doubled": [2 * v for v in x],
+            "positives": sum(1 for v in x if v > 0),
+            "label": tag.upper(),
+        }
+
     async def predict(self, payload, headers=None, response_headers=None):
         instances = payload.get("instances")
-        if not isinstance(instances, list):
-            raise InvalidInput("scorer wants row format (instances)")
-        predictions = []
-        for inst in instances:
-            x = inst["x"]
-            predictions.append(
-                {
-                    "doubled": [2 * v for v in x],
-                    "positives": sum(1 for v in x if v > 0),
-                    "label": inst["tag"].upper(),
-                }
-            )
-        return {"predictions": predictions}
+        columns = payload.get("inputs")
+        if isinstance(instances, list):
+            return {"predictions": [self._score(i["x"], i["tag"]) for i in instances]}
+        if not isinstance(columns, dict):
+            raise InvalidInput("scorer wants instances (rows) or named inputs (columns)")
+        if len(columns["x"]) != len(columns["tag"]):
+            raise InvalidInput("x and tag differ in batch size")
+        scored = [self._score(x, t) for x, t in zip(columns["x"], columns["tag"])]
+        return {"outputs": {k: [s[k] for s in scored] for k in ("doubled", "positives", "label")}}
 
 
 class Matrix(Model):

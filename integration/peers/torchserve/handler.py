@@ -13,7 +13,9 @@ what ferry writes and ferry reads what numpy writes:
 
 A REST json request arrives decoded (`{"body": {name: nested}}`), a REST raw/npy one with a
 single input as `{"body": bytes}`, several inputs as multipart parts `{name: bytes}`, and a
-gRPC request as its `input` map `{name: bytes}`.
+gRPC request as its `input` map `{name: bytes}`. Under TorchServe's kserve envelope
+(`service_envelope=kserve`, KServe V1 `:predict`) each row of `instances` arrives as one item:
+`{name: nested}` per row, or with one input the row's value itself; the json models serve it.
 """
 
 import io
@@ -23,7 +25,10 @@ import numpy as np
 
 
 def _input(row, name, payload):
-    if name in row:
+    if not isinstance(row, dict):
+        # A V1 row of a one-input model: the value itself.
+        value = row
+    elif name in row:
         value = row[name]
     else:
         value = row.get("body")

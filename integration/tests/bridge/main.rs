@@ -4,18 +4,14 @@
 //! of MLServer's v2 echo model, compared with the answer MLServer gives a v2 caller directly.
 //! A missing peer fails the test; nothing is skipped.
 
-mod servers;
-
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
 use ferry_integration::{Ferry, workspace};
 use serde_json::{Value, json};
-use tokio::process::Command;
 use tokio::sync::OnceCell;
 
-use self::servers::ModelServer;
+use ferry_integration::model_servers::ModelServer;
 
 static PEERS: OnceCell<PathBuf> = OnceCell::const_new();
 
@@ -43,26 +39,7 @@ fn translate_scripts_dir() -> PathBuf {
 /// Runs a caller script with a venv's python and returns the JSON it prints.
 async fn run_script(venv: &str, script: &str, args: &[String]) -> anyhow::Result<Value> {
     let python = peers().await?.join(venv).join("bin").join("python");
-    let out = Command::new(&python)
-        .arg(scripts_dir().join(script))
-        .args(args)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .with_context(|| format!("running {script}"))?;
-    if !out.status.success() {
-        bail!(
-            "{script} {args:?} failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "{script} printed no JSON: {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    ferry_integration::peers::run_json(&python, &scripts_dir().join(script), args).await
 }
 
 const SCORER: &str = "inputs: [{ name: x, datatype: FP32, shape: [-1, 3] }, { name: tag, datatype: BYTES, shape: [-1] }]

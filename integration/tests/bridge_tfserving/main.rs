@@ -11,30 +11,19 @@
 //!
 //! A missing peer fails the test; nothing is skipped.
 
-#[path = "../bridge/servers.rs"]
-#[allow(
-    dead_code,
-    reason = "shared with the bridge suite; this one starts MLServer only"
-)]
-mod servers;
-mod tf_server;
 mod v1_grpc;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
 use bytes::Bytes;
 use ferry_integration::client::{body_full, request};
-use ferry_integration::{Ferry, HttpClient, eventually, workspace};
+use ferry_integration::{Ferry, HttpClient, workspace};
 use http::Method;
 use serde_json::{Value, json};
-use tokio::process::Command;
 use tokio::sync::OnceCell;
 
-use self::servers::ModelServer;
-use self::tf_server::TfServer;
+use ferry_integration::model_servers::{ModelServer, TfServer, listening};
 
 static PEERS: OnceCell<PathBuf> = OnceCell::const_new();
 
@@ -69,40 +58,10 @@ fn tf_scripts_dir() -> PathBuf {
     workspace::crate_dir().join("peers").join("tfserving")
 }
 
-/// Waits until `addr` accepts connections.
-async fn listening(addr: SocketAddr, patience: Duration) -> anyhow::Result<()> {
-    eventually(patience, || async {
-        tokio::net::TcpStream::connect(addr).await?;
-        Ok(())
-    })
-    .await
-}
-
-/// Runs `dir/script` with a venv's python and returns the JSON it prints.
+/// Runs `script` with a venv's python and returns the JSON it prints.
 async fn run_script(venv: &str, script: PathBuf, args: &[String]) -> anyhow::Result<Value> {
     let python = peers().await?.join(venv).join("bin").join("python");
-    let out = Command::new(&python)
-        .arg(&script)
-        .args(args)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .with_context(|| format!("running {}", script.display()))?;
-    if !out.status.success() {
-        bail!(
-            "{} {args:?} failed ({}):\n{}",
-            script.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "{} printed no JSON: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    ferry_integration::peers::run_json(&python, &script, args).await
 }
 
 fn f32_bits(v: &Value) -> Vec<Value> {

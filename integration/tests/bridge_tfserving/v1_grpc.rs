@@ -6,8 +6,9 @@ use std::time::Duration;
 use ferry_integration::Ferry;
 use serde_json::{Value, json};
 
-use super::servers::ModelServer;
-use super::{listening, peers, run_script, scripts_dir};
+use ferry_integration::model_servers::{ModelServer, listening};
+
+use super::{peers, run_script, scripts_dir};
 
 /// Every non-integer JSON number as the bits of the f32 it denotes.
 fn as_f32(v: &Value) -> Value {

@@ -3,22 +3,23 @@
 //! serving a numpy handler that answers in the payload encoding it was sent, and tritonclient
 //! 2.73 (`peers/translate/install.sh`) over HTTP (JSON) and gRPC. Every caller reaches every
 //! model through a `torchserve-rest` listener and a `torchserve-grpc` listener; tensors are
-//! compared bit for bit, and the mapped errors checked. A missing peer fails the test.
+//! compared bit for bit, and the mapped errors checked. A second TorchServe, started with the
+//! kserve envelope, serves the same handler on KServe V1 (`POST /v1/models/{m}:predict`), and
+//! the same callers reach it through a `kserve-v1` bridge ([`v1`]). A missing peer fails the
+//! test.
 //!
 //! TorchServe takes seconds to start and load its workers, so one test starts it once and
 //! runs the whole matrix against it.
 
-mod server;
+mod v1;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
 use ferry_integration::{Ferry, workspace};
 use serde_json::{Value, json};
-use tokio::process::Command;
 
-use self::server::TorchServe;
+use ferry_integration::model_servers::{TorchServe, TorchServeApi};
 
 /// Installs TorchServe and tritonclient (once per machine; the scripts keep stamps).
 async fn peers() -> anyhow::Result<PathBuf> {
@@ -38,6 +39,15 @@ async fn peers() -> anyhow::Result<PathBuf> {
     .await?;
     Ok(dir)
 }
+
+/// The models the handler serves, one worker each.
+const MODELS: [&str; 5] = [
+    "double_json",
+    "double_raw",
+    "double_npy",
+    "pair_json",
+    "sum_npy",
+];
 
 const DOUBLE: &str = "inputs: [{ name: INPUT0, datatype: FP32, shape: [-1, 3] }]
             outputs: [{ name: OUTPUT0, datatype: FP32, shape: [-1, 3] }]";
@@ -110,34 +120,22 @@ listeners:
     )
 }
 
-/// Runs the tritonclient caller (`http` or `grpc`) against `target`.
-async fn caller(peers: &std::path::Path, wire: &str, target: SocketAddr) -> anyhow::Result<Value> {
+/// Runs the tritonclient caller (`http` or `grpc`) against `target`: every case, or `only`
+/// these (comma-separated).
+async fn caller(
+    peers: &std::path::Path,
+    wire: &str,
+    target: SocketAddr,
+    only: Option<&str>,
+) -> anyhow::Result<Value> {
     let python = peers.join("triton").join("bin").join("python");
     let script = workspace::crate_dir()
         .join("peers")
         .join("torchserve")
         .join("oip_caller.py");
-    let out = Command::new(&python)
-        .arg(&script)
-        .arg(wire)
-        .arg(target.to_string())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .context("running oip_caller.py")?;
-    if !out.status.success() {
-        bail!(
-            "oip_caller.py {wire} failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "oip_caller.py printed no JSON: {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    let mut args = vec![wire.to_owned(), target.to_string()];
+    args.extend(only.map(str::to_owned));
+    ferry_integration::peers::run_json(&python, &script, &args).await
 }
 
 fn f32_bits(v: &[f32]) -> Value {
@@ -155,7 +153,7 @@ fn status(got: &Value, case: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tritonclient_reaches_torchserve_models() -> anyhow::Result<()> {
     let peers = peers().await?;
-    let ts = TorchServe::start(&peers).await?;
+    let ts = TorchServe::start(&peers, &MODELS, TorchServeApi::Own).await?;
     let ferry = Ferry::start(&config(&ts)).await?;
     let x: Vec<f32> = vec![1.5, -2.0, 3.25, 0.1, 1e-8, -1e30];
     let doubled: Vec<f32> = x.iter().map(|v| 2.0 * v).collect();
@@ -165,7 +163,7 @@ async fn tritonclient_reaches_torchserve_models() -> anyhow::Result<()> {
     for listener in ["via-rest", "via-grpc"] {
         let target = ferry.listener(listener)?;
         for wire in ["http", "grpc"] {
-            let got = caller(&peers, wire, target).await?;
+            let got = caller(&peers, wire, target, None).await?;
             let at = format!("tritonclient {wire} → ferry {listener}");
             assert_eq!(got["x_bits"], f32_bits(&x), "{at}: {got}");
             assert_eq!(got["live"], json!(true), "{at}: {got}");

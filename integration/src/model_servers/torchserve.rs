@@ -1,27 +1,32 @@
 //! TorchServe 0.12 serving the test handler's models (`peers/torchserve/handler.py`) on free
-//! loopback ports, started once per test process: its Java frontend takes seconds to start
-//! and load four workers. Killed with its process group when the handle drops.
+//! loopback ports. Its Java frontend takes seconds to start and load a worker per model, so
+//! suites start it once. Killed with its process group when the handle drops.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use ferry_integration::{HttpClient, eventually, workspace};
 use tokio::process::{Child, Command};
+
+use super::{free_port, kill_group, peers_scripts};
+use crate::{HttpClient, eventually};
 
 /// How long TorchServe may take to start and load every model on a loaded machine.
 const STARTUP_PATIENCE: Duration = Duration::from_secs(150);
 
-/// The models the handler serves.
-pub const MODELS: [&str; 5] = [
-    "double_json",
-    "double_raw",
-    "double_npy",
-    "pair_json",
-    "sum_npy",
-];
+/// Which API TorchServe's inference port serves the handler through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TorchServeApi {
+    /// Its own: `POST /predictions/{m}` hands the handler the request body (and the gRPC
+    /// `Predictions` rpc its `input` map). `POST /v1/models/{m}:predict` also reaches the
+    /// handler, but with the whole V1 body as one request.
+    Own,
+    /// `service_envelope=kserve`: `POST /v1/models/{m}:predict` hands the handler the
+    /// `instances` rows of the V1 body, and its list of answers comes back as `predictions`.
+    KserveV1,
+}
 
 /// A running TorchServe.
 #[derive(Debug)]
@@ -31,30 +36,26 @@ pub struct TorchServe {
     /// The gRPC inference port.
     pub grpc: SocketAddr,
     child: Child,
-    _scratch: tempfile::TempDir,
+    scratch: tempfile::TempDir,
 }
 
-fn free_port() -> anyhow::Result<SocketAddr> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0")?;
-    Ok(l.local_addr()?)
-}
-
-fn scripts() -> std::path::PathBuf {
-    workspace::crate_dir().join("peers").join("torchserve")
+fn scripts() -> PathBuf {
+    peers_scripts().join("torchserve")
 }
 
 // === impl TorchServe ===
 
 impl TorchServe {
-    /// Archives the handler's models and starts TorchServe with them.
-    pub async fn start(peers: &Path) -> anyhow::Result<TorchServe> {
+    /// Archives the handler's `models` and starts TorchServe with them behind `api`, once every
+    /// model's worker is ready.
+    pub async fn start(peers: &Path, models: &[&str], api: TorchServeApi) -> anyhow::Result<Self> {
         let bin = peers.join("torchserve").join("bin");
         let scratch = tempfile::Builder::new()
             .prefix("ferry-torchserve-")
             .tempdir()?;
         let store = scratch.path().join("store");
         std::fs::create_dir_all(&store)?;
-        for model in MODELS {
+        for model in models {
             let out = Command::new(bin.join("torch-model-archiver"))
                 .args(["--model-name", model, "--version", "1.0", "--handler"])
                 .arg(scripts().join("handler.py"))
@@ -74,7 +75,7 @@ impl TorchServe {
         }
         let (rest, management, metrics) = (free_port()?, free_port()?, free_port()?);
         let (grpc, grpc_management) = (free_port()?, free_port()?);
-        let properties = format!(
+        let mut properties = format!(
             "inference_address=http://{rest}\nmanagement_address=http://{management}\n\
              metrics_address=http://{metrics}\ngrpc_inference_address=127.0.0.1\n\
              grpc_management_address=127.0.0.1\ngrpc_inference_port={}\n\
@@ -83,8 +84,11 @@ impl TorchServe {
             grpc.port(),
             grpc_management.port(),
             store.display(),
-            MODELS.join(","),
+            models.join(","),
         );
+        if api == TorchServeApi::KserveV1 {
+            properties.push_str("service_envelope=kserve\n");
+        }
         let config = scratch.path().join("config.properties");
         std::fs::write(&config, properties)?;
         let log = std::fs::File::create(scratch.path().join("torchserve.log"))?;
@@ -101,6 +105,9 @@ impl TorchServe {
             // The worker imports `torch`; the handler needs none of it (see the stand-in).
             .env("PYTHONPATH", scripts().join("stand_in"))
             .env("PATH", path)
+            // The launcher refuses to start while `$TMPDIR/.model_server.pid` names a live
+            // TorchServe: a scratch TMPDIR lets instances (and concurrent suites) run side by side.
+            .env("TMPDIR", scratch.path())
             .env("LOG_LOCATION", scratch.path().join("logs"))
             .env("METRICS_LOCATION", scratch.path().join("logs"))
             .current_dir(scratch.path())
@@ -115,11 +122,11 @@ impl TorchServe {
             rest,
             grpc,
             child,
-            _scratch: scratch,
+            scratch,
         };
         let client = HttpClient::http1();
         let up = eventually(STARTUP_PATIENCE, || async {
-            for model in MODELS {
+            for model in models {
                 let reply = client.get(management, &format!("/models/{model}")).await?;
                 anyhow::ensure!(
                     reply.status.is_success() && reply.text().contains("\"READY\""),
@@ -132,7 +139,7 @@ impl TorchServe {
         })
         .await;
         if let Err(e) = up {
-            let log = std::fs::read_to_string(server._scratch.path().join("torchserve.log"))
+            let log = std::fs::read_to_string(server.scratch.path().join("torchserve.log"))
                 .unwrap_or_default();
             bail!("TorchServe did not load its models: {e:#}\n--- log ---\n{log}");
         }
@@ -143,13 +150,6 @@ impl TorchServe {
 impl Drop for TorchServe {
     fn drop(&mut self) {
         // The Java frontend and its Python workers share the launcher's process group.
-        if let Some(pid) = self.child.id() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", "--", &format!("-{pid}")])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-        let _ = self.child.start_kill();
+        kill_group(&mut self.child);
     }
 }

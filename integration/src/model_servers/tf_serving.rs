@@ -1,5 +1,6 @@
-//! The TF Serving gRPC peer (`peers/tfserving/tf_server.py`, grpcio from the field numbers,
-//! y = 2x + 1) on a free loopback port, killed when the handle drops.
+//! The TF Serving gRPC peer (`peers/tfserving/tf_server.py`: grpcio, messages from the field
+//! numbers, one model "affine" computing y = 2x + 1) on a free loopback port, killed when the
+//! handle drops. TF Serving itself does not install here (no PyPI or Debian package).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -8,6 +9,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::process::{Child, Command};
+
+use super::{free_port, listening, peers_scripts};
 
 /// A running TF Serving gRPC peer.
 #[derive(Debug)]
@@ -20,13 +23,11 @@ pub struct TfServer {
 // === impl TfServer ===
 
 impl TfServer {
+    /// Starts the peer with the grpcio venv under `peers` and waits until it listens.
     pub async fn start(peers: &Path) -> anyhow::Result<TfServer> {
-        let addr = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0")?;
-            l.local_addr()?
-        };
+        let addr = free_port()?;
         let child = Command::new(peers.join("py").join("bin").join("python"))
-            .arg(super::tf_scripts_dir().join("tf_server.py"))
+            .arg(peers_scripts().join("tfserving").join("tf_server.py"))
             .arg(addr.port().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -37,7 +38,7 @@ impl TfServer {
             addr,
             _child: child,
         };
-        super::listening(addr, Duration::from_secs(30)).await?;
+        listening(addr, Duration::from_secs(30)).await?;
         Ok(server)
     }
 }
