@@ -20,9 +20,12 @@
 //! 413; another endpoint 404; an upstream error keeps its meaning (404 → 404, 400/422 → 400,
 //! other statuses as they are) with its message; an answer that does not fit 502.
 
+mod elem;
 mod grpc_callers;
 mod layer;
 mod nested;
+mod oip_answer;
+mod oip_request;
 mod oip_to_v1;
 mod service;
 pub mod tfserving;
@@ -34,6 +37,7 @@ mod tests;
 
 pub use self::grpc_callers::{GrpcCallers, GrpcCallersLayer};
 pub use self::layer::{Bridge, BridgeLayer};
+pub use self::oip_answer::BinaryOutputs;
 pub use self::oip_to_v1::OipCall;
 pub use self::v1_to_oip::V1Format;
 
@@ -123,6 +127,11 @@ impl Budget {
                 })
                 .sum(),
         };
+        self.charge_bytes(bytes)
+    }
+
+    /// Charges `bytes` of raw tensor data (a binary section, counted before it is decoded).
+    pub(crate) fn charge_bytes(&mut self, bytes: u64) -> Result<(), TranslateError> {
         self.used = self.used.saturating_add(bytes);
         if self.used > self.limit {
             return Err(TranslateError::TooLarge {

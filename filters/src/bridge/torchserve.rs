@@ -87,7 +87,7 @@ pub mod mapping {
         limit: u64,
     ) -> Result<(String, Vec<u8>), TranslateError> {
         let mut call = OipCall::default();
-        let inputs = super::super::oip_to_v1::read_request(sig, body, &mut call, limit)?;
+        let inputs = super::super::oip_request::read_request(sig, body, &[], &mut call, limit)?;
         super::request::rest_body(payload, &inputs).map_err(TranslateError::BadRequest)
     }
 
@@ -102,7 +102,10 @@ pub mod mapping {
             model: "m".to_owned(),
             ..OipCall::default()
         };
-        super::answer::infer_answer(sig, &call, payload, body, limit)
+        let a = super::answer::infer_answer(sig, &call, payload, body, limit)?;
+        let mut out = a.json;
+        a.sections.iter().for_each(|s| out.extend_from_slice(s));
+        Ok(out)
     }
 
     /// Floats as JSON number tokens → one tensor's payload bytes (raw or npy) for `dt`.
@@ -126,6 +129,7 @@ pub mod mapping {
                     int: !t.contains(['.', 'e', 'E', 'N', 'I']),
                 })
                 .collect(),
+            raw: None,
         };
         super::request::encode(payload, &sig, &t)
     }
