@@ -227,9 +227,12 @@ fn checked_input<'a>(
     Ok(data)
 }
 
-pub(crate) fn names_of(ts: &[TensorSig]) -> String {
+fn names_of(ts: &[TensorSig]) -> String {
     ts.iter()
         .map(|t| t.name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests;
