@@ -116,7 +116,7 @@ fn signature_missing_or_unfit_for_the_payload() {
     assert_eq!(
         errors(&with_translate(&halves("npy"))),
         vec![
-            "routes.yaml:14:36: listeners[0].routes[0].translate.signature.outputs[0].datatype: BF16 has no npy form: NumPy has no bfloat16 dtype (expected payload: raw, which carries its 2-byte bit patterns, or json)",
+            "routes.yaml:14:44: listeners[0].routes[0].translate.signature.outputs[0].datatype: BF16 has no npy form: NumPy has no bfloat16 dtype (expected payload: raw, which carries its 2-byte bit patterns, or json)",
         ]
     );
 }
