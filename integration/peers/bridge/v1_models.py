@@ -5,6 +5,8 @@ Usage: python v1_models.py --http_port N --grpc_port M
   scorer  row format: instances [{"x": [3 floats], "tag": str}] ->
           predictions [{"doubled": 2*x, "positives": count of x > 0, "label": tag upper-cased}]
   matrix  columnar: inputs [[...], [...]] (one unnamed input) -> outputs: its transpose
+  halves  row format, one unnamed input: instances [[4 numbers], ...] -> predictions: each
+          doubled (the test types them FP16; V1 JSON carries them as plain numbers)
 """
 
 from kserve import Model, ModelServer
@@ -45,5 +47,17 @@ class Matrix(Model):
         return {"outputs": [list(col) for col in zip(*m)]}
 
 
+class Halves(Model):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.ready = True
+
+    async def predict(self, payload, headers=None, response_headers=None):
+        instances = payload.get("instances")
+        if not isinstance(instances, list):
+            raise InvalidInput("halves wants row format (instances)")
+        return {"predictions": [[2 * v for v in row] for row in instances]}
+
+
 if __name__ == "__main__":
-    ModelServer().start([Scorer("scorer"), Matrix("matrix")])
+    ModelServer().start([Scorer("scorer"), Matrix("matrix"), Halves("halves")])
