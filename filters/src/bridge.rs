@@ -9,7 +9,8 @@
 //! - **OIP → V1** (`oip_to_v1`): `POST /v2/models/{m}[/versions/{v}]/infer` becomes
 //!   `POST /v1/models/{m}[/versions/{v}]:predict`, rows (`instances`) when every input has a
 //!   batch dimension first, columns (`inputs`) otherwise; the answer is typed by the
-//!   signature. `GET /v2/models/{m}` and `/ready` are answered from the signature and the
+//!   signature. Inputs may come as JSON `data` or binary-extension sections (`oip_request`);
+//!   outputs go back as JSON or sections as the caller asks (`oip_answer`), as for TorchServe. `GET /v2/models/{m}` and `/ready` are answered from the signature and the
 //!   upstream's `GET /v1/models/{m}`.
 //! - **V1 → OIP** (`v1_to_oip`): `:predict` becomes `/v2/models/{m}/infer` typed by the
 //!   signature's inputs; the answer goes back in the caller's format. `GET /v1/models/{m}` is

@@ -166,7 +166,7 @@ pub(crate) fn write_elem(out: &mut Vec<u8>, e: &Elem<'_>, b64: bool) -> Result<(
             Ok(s) => write_str(out, s),
             Err(_) => {
                 return Err(
-                    "a BYTES element that is not UTF-8 has no JSON string form (name the tensor *_bytes for V1's {\"b64\"}, or ask for binary outputs)"
+                    "a BYTES element that is not UTF-8 has no JSON string form (only tensors named *_bytes travel as V1's {\"b64\"})"
                         .to_owned(),
                 );
             }

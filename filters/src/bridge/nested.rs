@@ -3,7 +3,8 @@
 //!
 //! Elements stay the caller's own number tokens (borrowed from the body, never parsed into
 //! floats and printed again), so a value crosses the bridge bit-exactly and is copied once,
-//! into the translated body. A row of several inputs or outputs (`{"a": ..., "b": ...}`) feeds
+//! into the translated body; binary-extension sections give values of their own type instead
+//! (`elem`). A row of several inputs or outputs (`{"a": ..., "b": ...}`) feeds
 //! one [`Nest`] per tensor, each below the batch dimension the rows make.
 
 use crate::translate::DataType;

@@ -2,8 +2,10 @@
 //! /predictions/{m}[/{v}]` on the inference port) and `torchserve-grpc`
 //! (`org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions`).
 //!
-//! The bridge reads OIP REST; gRPC callers reach it through the OIP translator (gRPC → REST)
-//! in front of it (`grpc_callers`), so both callers share one mapping. The infer request's
+//! The bridge reads OIP REST, JSON `data` or binary-extension sections (`oip_request`); gRPC
+//! callers reach it through the OIP translator (gRPC → REST, raw tensors as sections) in front
+//! of it (`grpc_callers`), so both callers share one mapping. Outputs go back as JSON or
+//! binary sections as the caller asks (`oip_answer`). The infer request's
 //! inputs are checked against the signature (400 without calling TorchServe when they do not
 //! fit), then written in the route's [`Payload`] encoding:
 //!
