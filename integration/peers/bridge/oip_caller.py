@@ -7,6 +7,7 @@ Usage: python oip_caller.py HOST:PORT [http|http-binary|grpc]"""
 import json
 import sys
 
+import ml_dtypes
 import numpy as np
 import tritonclient.grpc as grpc
 import tritonclient.http as http
@@ -42,7 +43,7 @@ def infer(c, model, tensors, outputs):
         a = r.as_numpy(n)
         if a.dtype == np.float32:
             values = a.view(np.uint32).flatten().tolist()  # bits: compared exactly
-        elif a.dtype == np.float16:
+        elif a.dtype in (np.float16, ml_dtypes.bfloat16):
             values = a.view(np.uint16).flatten().tolist()
         elif a.dtype == np.object_:
             values = [v.decode() if isinstance(v, bytes) else v for v in a.flatten().tolist()]
@@ -86,6 +87,11 @@ def main():
     h = np.array([[0.1, -2.5, 16376, 6.1e-5], [1 / 3, -0.0, 0.5, 1e-3]], dtype=np.float16)
     out["halves_expected"] = (h * np.float16(2)).view(np.uint16).flatten().tolist()
     case(out, "halves", lambda: infer(c, "halves", [("h", h, "FP16")], ["h2"]))
+    if GRPC or BINARY:
+        # BF16 has no JSON form: tritonclient sends it binary only.
+        b = np.array([[0.1, -2.5, 3e38, 1e-30], [1 / 3, -0.0, 7, 1e-3]], dtype=ml_dtypes.bfloat16)
+        out["bhalves_expected"] = (b * ml_dtypes.bfloat16(2)).view(np.uint16).flatten().tolist()
+        case(out, "bhalves", lambda: infer(c, "bhalves", [("b", b, "BF16")], ["b2"]))
     case(out, "wrong_dtype", lambda: infer(c, "scorer", [("x", x.astype(np.float64), "FP64"),
                                                          ("tag", tag, "BYTES")], ["label"]))
     case(out, "missing_input", lambda: infer(c, "scorer", [("x", x, "FP32")], ["label"]))

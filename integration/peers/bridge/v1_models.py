@@ -7,6 +7,7 @@ Usage: python v1_models.py --http_port N --grpc_port M
   matrix  columnar: inputs [[...], [...]] (one unnamed input) -> outputs: its transpose
   halves  row format, one unnamed input: instances [[4 numbers], ...] -> predictions: each
           doubled (the test types them FP16; V1 JSON carries them as plain numbers)
+  bhalves the same model, typed BF16 by the test
 """
 
 from kserve import Model, ModelServer
@@ -60,4 +61,4 @@ class Halves(Model):
 
 
 if __name__ == "__main__":
-    ModelServer().start([Scorer("scorer"), Matrix("matrix"), Halves("halves")])
+    ModelServer().start([Scorer("scorer"), Matrix("matrix"), Halves("halves"), Halves("bhalves")])

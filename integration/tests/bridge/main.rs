@@ -94,6 +94,15 @@ listeners:
             inputs: [{{ name: h, datatype: FP16, shape: [-1, 4] }}]
             outputs: [{{ name: h2, datatype: FP16, shape: [-1, 4] }}]
         to: kserve
+      - name: bhalves
+        match: {{ model: {{ name: bhalves }} }}
+        translate:
+          from: [oip-v2-rest, oip-v2-grpc]
+          to: kserve-v1
+          signature:
+            inputs: [{{ name: b, datatype: BF16, shape: [-1, 4] }}]
+            outputs: [{{ name: b2, datatype: BF16, shape: [-1, 4] }}]
+        to: kserve
       - name: scorer
         translate:
           from: [oip-v2-rest, oip-v2-grpc]
@@ -159,12 +168,20 @@ fn check_kserve_v1_answers(wire: &str, got: &Value) {
         );
         assert_eq!(got["halves"]["binary"], json!(["h2"]), "{wire}: {got}");
     }
-    // FP16 crosses as V1 numbers both ways, bit-exactly.
+    // FP16 crosses as V1 numbers both ways, bit-exactly; BF16 too where tritonclient can
+    // send it (binary only).
     assert_eq!(
         got["halves"]["h2"],
         json!({"dtype": "float16", "shape": [2, 4], "values": got["halves_expected"]}),
         "{wire}: {got}"
     );
+    if wire != "http" {
+        assert_eq!(
+            got["bhalves"]["b2"],
+            json!({"dtype": "bfloat16", "shape": [2, 4], "values": got["bhalves_expected"]}),
+            "{wire}: {got}"
+        );
+    }
     assert_eq!(
         got["matrix"]["mt"],
         json!({"dtype": "int64", "shape": [3, 2], "values": [1, 4, 2, 5, 3, -(1_i64 << 62)]}),
