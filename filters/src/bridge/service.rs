@@ -123,9 +123,9 @@ pub(crate) async fn request(
     let (method, path, body, pending) = match op {
         Op::Infer(model) => {
             let (bytes, _) = collect(body, limit).await?;
-            let (json, tail) = split_body(bytes, header_len(&parts.headers))?;
             match settings.direction {
                 BridgeDirection::OipRestToKserveV1 => {
+                    let (json, tail) = split_body(bytes, header_len(&parts.headers))?;
                     let mut call = OipCall {
                         model: model.name.clone(),
                         version: model.version.clone(),
@@ -141,7 +141,7 @@ pub(crate) async fn request(
                     ));
                 }
                 BridgeDirection::KserveV1ToOipRest => {
-                    let (out, format) = v1_to_oip::request(sig, &json, limit)?;
+                    let (out, format) = v1_to_oip::request(sig, &bytes, limit)?;
                     let path = format!("{}/infer", model.v2_path());
                     (Method::POST, path, Some(out), Pending::V1Infer(format))
                 }

@@ -264,3 +264,68 @@ proptest! {
         prop_assert_eq!(&a.sections[0][..], &raw[..], "{}", echoed);
     }
 }
+
+/// The whole bridge layer, as tritonclient's binary mode meets it: the header length read off
+/// the request, a JSON V1 call upstream, a binary answer with its header length.
+#[tokio::test]
+async fn the_layer_speaks_the_extension_on_the_callers_side() {
+    use bytes::Bytes;
+    use http::{Request, Response};
+    use http_body_util::{BodyExt, Full};
+    use tower::{Layer, ServiceExt, service_fn};
+
+    use super::super::{BridgeDirection, BridgeLayer, BridgeSettings};
+    use crate::translate::{BoxError, MaxDecodedBytes, TranslateBody};
+
+    let settings = BridgeSettings {
+        direction: BridgeDirection::OipRestToKserveV1,
+        signature: sig(
+            &[("x", DataType::Fp32, &[-1])],
+            &[("y", DataType::Fp32, &[-1])],
+        ),
+        max_decoded_bytes: MaxDecodedBytes(LIMIT),
+    };
+    let upstream = service_fn(|req: Request<TranslateBody>| async move {
+        assert_eq!(req.uri().path(), "/v1/models/m:predict");
+        assert_eq!(req.headers()["content-type"], "application/json");
+        assert!(
+            req.headers()
+                .get("inference-header-content-length")
+                .is_none()
+        );
+        let body = req.into_body().collect().await?.to_bytes();
+        assert_eq!(&body[..], br#"{"instances":[1.5,-2.0]}"#);
+        let answer = Full::new(Bytes::from_static(br#"{"predictions":[3,-4]}"#))
+            .map_err(|never| -> BoxError { match never {} })
+            .boxed_unsync();
+        Ok::<_, BoxError>(Response::new(answer))
+    });
+    let head = json!({"inputs": [bin_input("x", DataType::Fp32, &[2], &[0; 8])],
+                      "outputs": [{"name": "y", "parameters": {"binary_data": true}}]})
+    .to_string();
+    let mut body = head.clone().into_bytes();
+    body.extend(le(&[1.5f32, -2.0], f32::to_le_bytes));
+    // tritonclient sends no Content-Type (protocol pitfall 1).
+    let req = Request::post("/v2/models/m/infer")
+        .header("inference-header-content-length", head.len())
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    let resp = BridgeLayer::new(settings)
+        .layer(upstream)
+        .oneshot(req)
+        .await
+        .unwrap();
+    let header_len: usize = resp.headers()["inference-header-content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "application/octet-stream");
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let (answer, section) = body.split_at(header_len);
+    assert_eq!(
+        json(answer)["outputs"][0],
+        json!({"name": "y", "datatype": "FP32", "shape": [2], "parameters": {"binary_data_size": 8}})
+    );
+    assert_eq!(section, &le(&[3.0f32, -4.0], f32::to_le_bytes)[..]);
+}
