@@ -55,28 +55,7 @@ pub(crate) fn read_request<'a, 's>(
             inputs.push(input(r)?);
             Ok(())
         }),
-        "outputs" => {
-            let mut names = Vec::new();
-            r.array(|r| {
-                let mut name = String::new();
-                let mut binary = None;
-                r.object(|r, key| match key.as_ref() {
-                    "name" => r.string().map(|s| name = s.into_owned()),
-                    "parameters" => r.object(|r, key| match key.as_ref() {
-                        "binary_data" => flag(r, "binary_data").map(|b| binary = Some(b)),
-                        _ => r.skip(),
-                    }),
-                    _ => r.skip(),
-                })?;
-                if let Some(b) = binary {
-                    call.binary.per_output.push((name.clone(), b));
-                }
-                names.push(name);
-                Ok(())
-            })?;
-            call.requested = Some(names);
-            Ok(())
-        }
+        "outputs" => requested_outputs(r, call),
         _ => r.skip(),
     })
     .and_then(|()| r.end())
@@ -145,6 +124,30 @@ fn input<'a>(r: &mut Reader<'a>) -> Result<Input<'a>, String> {
         _ => r.skip(),
     })?;
     Ok(input)
+}
+
+/// The requested outputs: their names, and which the caller wants as binary sections.
+fn requested_outputs(r: &mut Reader<'_>, call: &mut OipCall) -> Result<(), String> {
+    let mut names = Vec::new();
+    r.array(|r| {
+        let mut name = String::new();
+        let mut binary = None;
+        r.object(|r, key| match key.as_ref() {
+            "name" => r.string().map(|s| name = s.into_owned()),
+            "parameters" => r.object(|r, key| match key.as_ref() {
+                "binary_data" => flag(r, "binary_data").map(|b| binary = Some(b)),
+                _ => r.skip(),
+            }),
+            _ => r.skip(),
+        })?;
+        if let Some(b) = binary {
+            call.binary.per_output.push((name.clone(), b));
+        }
+        names.push(name);
+        Ok(())
+    })?;
+    call.requested = Some(names);
+    Ok(())
 }
 
 /// A boolean transport parameter.
