@@ -146,10 +146,18 @@ fn signature_missing_or_unfit() {
         )),
         vec![
             "routes.yaml:12:13: listeners[0].routes[0].translate.signature: no outputs: kserve-v1 answers carry no datatypes or shapes (expected signature: {inputs: [...], outputs: [...]})",
-            r#"routes.yaml:12:43: listeners[0].routes[0].translate.signature.inputs[0].datatype: "FP16" has no JSON form to bridge through kserve-v1 (expected one of: BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP32, FP64, BYTES)"#,
             "routes.yaml:12:57: listeners[0].routes[0].translate.signature.inputs[0].shape[0]: invalid dimension 0 (expected a size >= 1, or -1 for any)",
             r#"routes.yaml:12:71: listeners[0].routes[0].translate.signature.inputs[1].name: empty or duplicate tensor name "x" (expected unique names)"#,
-            r#"routes.yaml:12:84: listeners[0].routes[0].translate.signature.inputs[1].datatype: "F32" is not a datatype (expected one of: BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP32, FP64, BYTES)"#,
+            r#"routes.yaml:12:84: listeners[0].routes[0].translate.signature.inputs[1].datatype: "F32" is not a datatype (expected one of: BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP16, BF16, FP32, FP64, BYTES)"#,
+        ]
+    );
+    // V1 callers' tensors go to the v2 server as JSON `data`, which has no FP16 form.
+    assert_eq!(
+        errors(&with_route(
+            "        to: up\n        translate: { from: kserve-v1, to: oip-v2-rest, signature: { inputs: [{ name: x, datatype: FP16, shape: [-1] }] } }\n"
+        )),
+        vec![
+            r#"routes.yaml:8:99: listeners[0].routes[0].translate.signature.inputs[0].datatype: "FP16" has no v2 JSON form to carry kserve-v1 callers' tensors (expected one of: BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP32, FP64, BYTES)"#,
         ]
     );
     assert_eq!(

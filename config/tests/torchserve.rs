@@ -105,4 +105,18 @@ fn signature_missing_or_unfit_for_the_payload() {
             "routes.yaml:14:57: listeners[0].routes[0].translate.signature.outputs[0].shape: a raw answer carries no shape, so only one dimension can be inferred (expected at most one -1, or payload: npy)",
         ]
     );
+    // FP16 and BF16 fit raw (2-byte bit patterns) and FP16 fits npy (`<f2`); NumPy has no BF16.
+    let halves = |payload: &str| {
+        format!(
+            "          from: oip-v2-rest\n          to: torchserve-rest\n          payload: {payload}\n          signature:\n            inputs: [{{ name: h, datatype: FP16, shape: [-1] }}]\n            outputs: [{{ name: b, datatype: BF16, shape: [-1] }}]\n"
+        )
+    };
+    let raw = with_translate(&halves("raw"));
+    parse("routes.yaml", &raw).unwrap_or_else(|e| panic!("{e}\n{raw}"));
+    assert_eq!(
+        errors(&with_translate(&halves("npy"))),
+        vec![
+            "routes.yaml:14:44: listeners[0].routes[0].translate.signature.outputs[0].datatype: BF16 has no npy form: NumPy has no bfloat16 dtype (expected payload: raw, which carries its 2-byte bit patterns, or json)",
+        ]
+    );
 }

@@ -9,7 +9,8 @@
 //! - **OIP → V1** (`oip_to_v1`): `POST /v2/models/{m}[/versions/{v}]/infer` becomes
 //!   `POST /v1/models/{m}[/versions/{v}]:predict`, rows (`instances`) when every input has a
 //!   batch dimension first, columns (`inputs`) otherwise; the answer is typed by the
-//!   signature. `GET /v2/models/{m}` and `/ready` are answered from the signature and the
+//!   signature. Inputs may come as JSON `data` or binary-extension sections (`oip_request`);
+//!   outputs go back as JSON or sections as the caller asks (`oip_answer`), as for TorchServe. `GET /v2/models/{m}` and `/ready` are answered from the signature and the
 //!   upstream's `GET /v1/models/{m}`.
 //! - **V1 → OIP** (`v1_to_oip`): `:predict` becomes `/v2/models/{m}/infer` typed by the
 //!   signature's inputs; the answer goes back in the caller's format. `GET /v1/models/{m}` is
@@ -20,9 +21,12 @@
 //! 413; another endpoint 404; an upstream error keeps its meaning (404 → 404, 400/422 → 400,
 //! other statuses as they are) with its message; an answer that does not fit 502.
 
+mod elem;
 mod grpc_callers;
 mod layer;
 mod nested;
+mod oip_answer;
+mod oip_request;
 mod oip_to_v1;
 mod service;
 pub mod tfserving;
@@ -34,6 +38,7 @@ mod tests;
 
 pub use self::grpc_callers::{GrpcCallers, GrpcCallersLayer};
 pub use self::layer::{Bridge, BridgeLayer};
+pub use self::oip_answer::BinaryOutputs;
 pub use self::oip_to_v1::OipCall;
 pub use self::v1_to_oip::V1Format;
 
@@ -123,6 +128,11 @@ impl Budget {
                 })
                 .sum(),
         };
+        self.charge_bytes(bytes)
+    }
+
+    /// Charges `bytes` of raw tensor data (a binary section, counted before it is decoded).
+    pub(crate) fn charge_bytes(&mut self, bytes: u64) -> Result<(), TranslateError> {
         self.used = self.used.saturating_add(bytes);
         if self.used > self.limit {
             return Err(TranslateError::TooLarge {

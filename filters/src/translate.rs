@@ -56,6 +56,7 @@ pub(crate) use self::raw::{
     bytes_elements as raw_bytes_elements, count as raw_count, decode as raw_decode,
     encode as raw_encode,
 };
+pub(crate) use self::rest_to_grpc::{RestAnswer, split_body};
 pub use self::service::{Pending, Translator, grpc_error, rest_error};
 
 use bytes::Bytes;

@@ -96,6 +96,13 @@ pub(super) fn check_signature(
                 );
                 ok = false;
             }
+            if t.datatype.as_str() == "BF16" && payload == TorchservePayload::Npy {
+                ctx.error(
+                    &format!("{path}.signature.{side}[{i}].datatype"),
+                    "BF16 has no npy form: NumPy has no bfloat16 dtype (expected payload: raw, which carries its 2-byte bit patterns, or json)",
+                );
+                ok = false;
+            }
         }
     }
     if spec.outputs.len() > 1 {

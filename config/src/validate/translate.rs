@@ -23,8 +23,10 @@ pub(super) const ALL_DATATYPES: [&str; 14] = [
     "BF16", "FP32", "FP64", "BYTES",
 ];
 
-/// The Open Inference Protocol datatypes a KServe V1 JSON body can carry (FP16 and BF16 have no
-/// JSON form on the OIP side).
+/// The Open Inference Protocol datatypes a v2 server takes as JSON `data`, which is how
+/// ferry sends KServe V1 callers' tensors (FP16 and BF16 have no JSON form there). OIP callers
+/// of KServe V1 and TorchServe may use every datatype: FP16 and BF16 arrive as binary
+/// sections and leave as the numbers they hold.
 const JSON_DATATYPES: [&str; 12] = [
     "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP32",
     "FP64", "BYTES",
@@ -256,18 +258,13 @@ fn signature(
         );
         ok = false;
     }
-    let inputs = tensors(
-        ctx,
-        &format!("{field}.inputs"),
-        &spec.inputs,
-        &JSON_DATATYPES,
-    );
-    let outputs = tensors(
-        ctx,
-        &format!("{field}.outputs"),
-        &spec.outputs,
-        &JSON_DATATYPES,
-    );
+    let allowed: &[&str] = if needs_outputs {
+        &ALL_DATATYPES
+    } else {
+        &JSON_DATATYPES
+    };
+    let inputs = tensors(ctx, &format!("{field}.inputs"), &spec.inputs, allowed);
+    let outputs = tensors(ctx, &format!("{field}.outputs"), &spec.outputs, allowed);
     let signature = Signature {
         inputs: inputs?,
         outputs: outputs?,
@@ -298,7 +295,7 @@ pub(super) fn tensors(
         let datatype = t.datatype.as_str();
         if !allowed.contains(&datatype) {
             let why = if ALL_DATATYPES.contains(&datatype) {
-                "has no JSON form to bridge through kserve-v1"
+                "has no v2 JSON form to carry kserve-v1 callers' tensors"
             } else {
                 "is not a datatype"
             };

@@ -1,5 +1,6 @@
 //! OIP gRPC callers of a bridge that reads OIP REST: a request with a gRPC Content-Type goes
-//! through the OIP translator (gRPC → REST, tensors as JSON `data`) and then the bridge, so a
+//! through the OIP translator (gRPC → REST; raw tensors as binary-extension sections, which
+//! the bridge reads, so FP16 and non-UTF-8 BYTES cross as they are) and then the bridge, so a
 //! route serves `from: oip-v2-grpc`, or both wires (`from: [oip-v2-rest, oip-v2-grpc]`, told
 //! apart by the caller's Content-Type), with the bridge's one mapping. The translator turns
 //! the bridge's REST answer back into the gRPC message; the bridge's errors reach the stack's
@@ -48,8 +49,8 @@ impl GrpcCallersLayer {
             translate: OipTranslateLayer::new(TranslateSettings {
                 direction: Direction::GrpcToRest,
                 max_decoded_bytes,
-                // The bridge reads JSON `data`; no binary sections, no probe.
-                upstream_binary: UpstreamBinary::Off,
+                // The bridge reads the binary extension itself: no probe needed.
+                upstream_binary: UpstreamBinary::On,
             }),
             rest_too,
         }

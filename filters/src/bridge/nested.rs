@@ -3,35 +3,23 @@
 //!
 //! Elements stay the caller's own number tokens (borrowed from the body, never parsed into
 //! floats and printed again), so a value crosses the bridge bit-exactly and is copied once,
-//! into the translated body. A row of several inputs or outputs (`{"a": ..., "b": ...}`) feeds
+//! into the translated body; binary-extension sections give values of their own type instead
+//! (`elem`). A row of several inputs or outputs (`{"a": ..., "b": ...}`) feeds
 //! one [`Nest`] per tensor, each below the batch dimension the rows make.
 
-use std::borrow::Cow;
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as B64;
-
 use crate::translate::DataType;
-use crate::translate::json_in::reader::{Num, Reader};
+use crate::translate::json_in::reader::Reader;
 
-/// One tensor element as it appeared in JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Elem<'a> {
-    /// A number token; `int` when it has no fraction or exponent.
-    Num { text: &'a str, int: bool },
-    /// `true` / `false`.
-    Bool(bool),
-    /// A JSON string.
-    Str(Cow<'a, str>),
-    /// A V1 binary value, `{"b64": "..."}`, decoded.
-    Bin(Vec<u8>),
-}
+pub(crate) use super::elem::{Elem, check, scalar, write_elem, write_str};
 
-/// A tensor read from JSON: its shape and its elements in row-major order.
+/// A tensor read from JSON or a binary section: its shape and its elements in row-major order.
 #[derive(Debug, Default)]
 pub(crate) struct Tensor<'a> {
     pub(crate) shape: Vec<usize>,
     pub(crate) elems: Vec<Elem<'a>>,
+    /// The same elements in the raw form when they arrived that way (a binary section), so a
+    /// raw destination takes them as they are.
+    pub(crate) raw: Option<&'a [u8]>,
 }
 
 /// Gathers one tensor from nested arrays, checking that every row at a depth has one length.
@@ -108,139 +96,10 @@ impl<'a> Nest<'a> {
         Ok(Tensor {
             shape,
             elems: self.elems,
+            raw: None,
         })
     }
 }
-
-/// One scalar element: a number, bool, string or `{"b64": "..."}`.
-pub(crate) fn scalar<'a>(r: &mut Reader<'a>) -> Result<Elem<'a>, String> {
-    match r.peek() {
-        Some(b'"') => Ok(Elem::Str(r.string()?)),
-        Some(b't') if r.literal(b"true") => Ok(Elem::Bool(true)),
-        Some(b'f') if r.literal(b"false") => Ok(Elem::Bool(false)),
-        Some(b'{') => {
-            let mut bin = None;
-            r.object(|r, key| {
-                if key != "b64" {
-                    return Err(format!("unexpected key {key:?} in a tensor element"));
-                }
-                bin = Some(b64(&r.string()?)?);
-                Ok(())
-            })?;
-            bin.map(Elem::Bin)
-                .ok_or_else(|| r.error("expected {\"b64\": \"...\"}"))
-        }
-        Some(b'n') => Err(r.error("null is not a tensor element")),
-        _ => Ok(match r.number()? {
-            Num::Int(d) => Elem::Num {
-                text: d.text(),
-                int: true,
-            },
-            Num::Float(d) => Elem::Num {
-                text: d.text(),
-                int: false,
-            },
-            Num::NonFinite(v) => Elem::Num {
-                text: non_finite(v),
-                int: false,
-            },
-        }),
-    }
-}
-
-/// Decodes a V1 `b64` value.
-pub(crate) fn b64(text: &str) -> Result<Vec<u8>, String> {
-    B64.decode(text)
-        .map_err(|e| format!("invalid base64 in a b64 value: {e}"))
-}
-
-fn non_finite(v: f64) -> &'static str {
-    if v.is_nan() {
-        "NaN"
-    } else if v > 0.0 {
-        "Infinity"
-    } else {
-        "-Infinity"
-    }
-}
-
-/// Checks that every element fits `dt` (V1 JSON carries no types: the signature gives them).
-pub(crate) fn check(elems: &[Elem<'_>], dt: DataType) -> Result<(), String> {
-    for e in elems {
-        let ok = match (dt, e) {
-            (DataType::Bool, Elem::Bool(_)) => true,
-            (DataType::Fp32 | DataType::Fp64, Elem::Num { .. }) => true,
-            (DataType::Bytes, Elem::Str(_) | Elem::Bin(_)) => true,
-            (_, Elem::Num { text, int: true }) => int_fits(dt, text),
-            _ => false,
-        };
-        if !ok {
-            return Err(format!("{} is not a {} value", describe(e), dt.as_str()));
-        }
-    }
-    Ok(())
-}
-
-fn int_fits(dt: DataType, text: &str) -> bool {
-    let (lo, hi): (i128, i128) = match dt {
-        DataType::Uint8 => (0, u8::MAX.into()),
-        DataType::Uint16 => (0, u16::MAX.into()),
-        DataType::Uint32 => (0, u32::MAX.into()),
-        DataType::Uint64 => (0, u64::MAX.into()),
-        DataType::Int8 => (i8::MIN.into(), i8::MAX.into()),
-        DataType::Int16 => (i16::MIN.into(), i16::MAX.into()),
-        DataType::Int32 => (i32::MIN.into(), i32::MAX.into()),
-        DataType::Int64 => (i64::MIN.into(), i64::MAX.into()),
-        _ => return false,
-    };
-    text.parse::<i128>().is_ok_and(|v| (lo..=hi).contains(&v))
-}
-
-fn describe(e: &Elem<'_>) -> String {
-    match e {
-        Elem::Num { text, .. } => (*text).to_owned(),
-        Elem::Bool(b) => b.to_string(),
-        Elem::Str(s) => format!("{:?}", s.chars().take(32).collect::<String>()),
-        Elem::Bin(_) => "a b64 value".to_owned(),
-    }
-}
-
-/// Writes one element; BYTES as `{"b64": ...}` when `b64`. A binary value that is not UTF-8
-/// cannot be a JSON string.
-pub(crate) fn write_elem(out: &mut Vec<u8>, e: &Elem<'_>, b64: bool) -> Result<(), String> {
-    match e {
-        Elem::Num { text, .. } => out.extend_from_slice(text.as_bytes()),
-        Elem::Bool(true) => out.extend_from_slice(b"true"),
-        Elem::Bool(false) => out.extend_from_slice(b"false"),
-        Elem::Str(s) if b64 => write_b64(out, s.as_bytes()),
-        Elem::Bin(b) if b64 => write_b64(out, b),
-        Elem::Str(s) => write_str(out, s),
-        Elem::Bin(b) => match std::str::from_utf8(b) {
-            Ok(s) => write_str(out, s),
-            Err(_) => {
-                return Err(
-                    "a b64 value that is not UTF-8 has no OIP JSON form (binary data is not bridged yet)"
-                        .to_owned(),
-                );
-            }
-        },
-    }
-    Ok(())
-}
-
-fn write_b64(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.extend_from_slice(b"{\"b64\":\"");
-    out.extend_from_slice(B64.encode(bytes).as_bytes());
-    out.extend_from_slice(b"\"}");
-}
-
-/// A JSON string literal.
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    // serde_json's escaping; writing to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
-}
-
-/// Writes `elems` as nested arrays of `shape` (a bare element for shape `[]`).
 /// OIP tensors (`{"name","datatype","shape","data"}` objects, comma-separated): the inputs
 /// of a request to a v2 server, or the outputs of an answer to a v2 caller.
 pub(crate) fn write_oip_tensors(

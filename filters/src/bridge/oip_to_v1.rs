@@ -1,17 +1,24 @@
 //! OIP v2 REST callers, KServe V1 upstream: the infer request and its answer.
 //!
-//! The caller's inputs are checked against the signature (name, datatype, rank and fixed
-//! sizes, every element's type) and written as V1 `instances` (row format, when every input
-//! has a batch dimension first) or `inputs` (columnar). The answer's `predictions` or
-//! `outputs` are typed by the signature's outputs and written as OIP `outputs`.
+//! The caller's inputs (JSON `data` or binary-extension sections, read by `oip_request`) are
+//! checked against the signature (name, datatype, rank and fixed sizes, every element's type)
+//! and written as V1 `instances` (row format, when every input has a batch dimension first)
+//! or `inputs` (columnar); binary elements become V1 JSON values (FP16 and BF16 as the
+//! numbers they hold). The answer's `predictions` or `outputs` are typed by the signature's
+//! outputs and written as OIP `outputs`, as JSON or binary sections as the caller asked
+//! (`oip_answer`).
+
+use std::borrow::Cow;
 
 use crate::translate::TranslateError;
 use crate::translate::json_in::reader::Reader;
 
-use super::nested::{
-    Elem, Nest, Tensor, check, fits, shape, write_nested, write_oip_tensors, write_rows, write_str,
-};
+use super::elem::b64;
+use super::nested::{Elem, Nest, Tensor, check, fits, write_nested, write_rows, write_str};
+use super::oip_answer::{BinaryOutputs, write_answer};
+use super::oip_request::read_request;
 use super::{Budget, Signature, TensorSig, b64_named};
+use crate::translate::RestAnswer;
 
 /// What the answer needs from the request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,13 +31,8 @@ pub struct OipCall {
     pub id: Option<String>,
     /// Requested output names; `None` = all.
     pub requested: Option<Vec<String>>,
-}
-
-struct Input<'a> {
-    name: String,
-    datatype: Option<String>,
-    shape: Option<Vec<i64>>,
-    data: Option<Tensor<'a>>,
+    /// Which outputs go back as binary sections.
+    pub binary: BinaryOutputs,
 }
 
 /// An OIP infer request body → a V1 `:predict` body. `call` comes with model and version set.
@@ -40,142 +42,20 @@ pub fn request(
     call: &mut OipCall,
     limit: u64,
 ) -> Result<Vec<u8>, TranslateError> {
-    let ordered = read_request(sig, body, call, limit)?;
-    write_request(sig, &ordered).map_err(TranslateError::BadRequest)
+    request_binary(sig, body, &[], call, limit)
 }
 
-/// An OIP infer request body's inputs, checked against the signature and in its order (also
-/// what the TorchServe bridge writes out). `call` comes with model and version set.
-pub(crate) fn read_request<'a, 's>(
-    sig: &'s Signature,
-    body: &'a [u8],
+/// An OIP infer request (JSON header, and the binary-extension sections after it) → a V1
+/// `:predict` body.
+pub(crate) fn request_binary(
+    sig: &Signature,
+    json: &[u8],
+    tail: &[u8],
     call: &mut OipCall,
     limit: u64,
-) -> Result<Vec<(&'s TensorSig, Tensor<'a>)>, TranslateError> {
-    let bad = TranslateError::BadRequest;
-    let mut inputs: Vec<Input<'_>> = Vec::new();
-    let mut r = Reader::new(body);
-    r.object(|r, key| match key.as_ref() {
-        "id" => {
-            call.id = Some(r.string()?.into_owned());
-            Ok(())
-        }
-        "inputs" => r.array(|r| {
-            let mut input = Input {
-                name: String::new(),
-                datatype: None,
-                shape: None,
-                data: None,
-            };
-            r.object(|r, key| match key.as_ref() {
-                "name" => r.string().map(|s| input.name = s.into_owned()),
-                "datatype" => r.string().map(|s| input.datatype = Some(s.into_owned())),
-                "shape" => shape(r).map(|s| input.shape = Some(s)),
-                "data" => {
-                    let mut nest = Nest::default();
-                    nest.value(r, 0)?;
-                    input.data = Some(nest.finish(None)?);
-                    Ok(())
-                }
-                "parameters" => r.object(|r, key| {
-                    if key == "binary_data_size" {
-                        return Err("the binary tensor extension is not bridged yet (send JSON data, e.g. tritonclient binary_data=False)".to_owned());
-                    }
-                    r.skip()
-                }),
-                _ => r.skip(),
-            })?;
-            inputs.push(input);
-            Ok(())
-        }),
-        "outputs" => {
-            let mut names = Vec::new();
-            r.array(|r| {
-                r.object(|r, key| match key.as_ref() {
-                    "name" => r.string().map(|s| names.push(s.into_owned())),
-                    "parameters" => r.object(|r, key| {
-                        if key == "binary_data" && r.literal(b"true") {
-                            return Err("binary outputs are not bridged yet (ask for JSON data, e.g. tritonclient binary_data=False)".to_owned());
-                        }
-                        r.skip()
-                    }),
-                    _ => r.skip(),
-                })
-            })?;
-            call.requested = Some(names);
-            Ok(())
-        }
-        _ => r.skip(),
-    })
-    .and_then(|()| r.end())
-    .map_err(bad)?;
-    if let Some(names) = &call.requested {
-        for n in names {
-            if !sig.outputs.iter().any(|o| &o.name == n) {
-                return Err(bad(format!(
-                    "unknown output {n:?} (the model's outputs: {})",
-                    names_of(&sig.outputs)
-                )));
-            }
-        }
-    }
-    let mut budget = Budget::new(limit);
-    let mut ordered = Vec::with_capacity(sig.inputs.len());
-    for want in &sig.inputs {
-        let pos = inputs.iter().position(|i| i.name == want.name);
-        let input = pos
-            .map(|p| inputs.swap_remove(p))
-            .ok_or_else(|| bad(format!("missing input {:?}", want.name)))?;
-        ordered.push((want, checked_input(want, input, &mut budget)?));
-    }
-    if let Some(extra) = inputs.first() {
-        return Err(bad(format!(
-            "unknown input {:?} (the model's inputs: {})",
-            extra.name,
-            names_of(&sig.inputs)
-        )));
-    }
-    Ok(ordered)
-}
-
-fn checked_input<'a>(
-    want: &TensorSig,
-    input: Input<'a>,
-    budget: &mut Budget,
-) -> Result<Tensor<'a>, TranslateError> {
-    let bad = |m: String| TranslateError::BadRequest(format!("input {:?}: {m}", want.name));
-    let dt = input.datatype.unwrap_or_default();
-    if dt != want.datatype.as_str() {
-        return Err(bad(format!(
-            "datatype {dt:?} does not match the model's {}",
-            want.datatype.as_str()
-        )));
-    }
-    let shape = input.shape.ok_or_else(|| bad("no shape".to_owned()))?;
-    let shape: Vec<usize> = shape
-        .iter()
-        .map(|&d| usize::try_from(d))
-        .collect::<Result<_, _>>()
-        .map_err(|_| bad(format!("invalid shape {shape:?}")))?;
-    if !fits(&shape, &want.shape) {
-        return Err(bad(format!(
-            "shape {shape:?} does not fit the model's {:?}",
-            want.shape
-        )));
-    }
-    let mut data = input.data.ok_or_else(|| bad("no data".to_owned()))?;
-    let count = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-    if count != Some(data.elems.len()) {
-        return Err(bad(format!(
-            "shape {shape:?} needs {} elements, data has {}",
-            count.unwrap_or(usize::MAX),
-            data.elems.len()
-        )));
-    }
-    check(&data.elems, want.datatype).map_err(bad)?;
-    budget.charge(&data.elems, want.datatype)?;
-    data.shape = shape;
-    Ok(data)
+) -> Result<Vec<u8>, TranslateError> {
+    let ordered = read_request(sig, json, tail, call, limit)?;
+    write_request(sig, &ordered).map_err(TranslateError::BadRequest)
 }
 
 fn write_request(sig: &Signature, inputs: &[(&TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String> {
@@ -220,13 +100,26 @@ fn write_request(sig: &Signature, inputs: &[(&TensorSig, Tensor<'_>)]) -> Result
     Ok(out)
 }
 
-/// A V1 answer body → the OIP infer answer.
+/// A V1 answer body → the OIP infer answer's body (the JSON, then any binary sections).
 pub fn answer(
     sig: &Signature,
     call: &OipCall,
     body: &[u8],
     limit: u64,
 ) -> Result<Vec<u8>, TranslateError> {
+    let a = answer_from(sig, call, body, limit, false)?;
+    let mut out = a.json;
+    a.sections.iter().for_each(|s| out.extend_from_slice(s));
+    Ok(out)
+}
+
+/// A V1 answer body → the OIP infer answer, JSON and binary sections as the caller asked.
+pub(crate) fn answer_parts(
+    sig: &Signature,
+    call: &OipCall,
+    body: &[u8],
+    limit: u64,
+) -> Result<RestAnswer, TranslateError> {
     answer_from(sig, call, body, limit, false)
 }
 
@@ -238,7 +131,7 @@ pub(crate) fn answer_bare(
     call: &OipCall,
     body: &[u8],
     limit: u64,
-) -> Result<Vec<u8>, TranslateError> {
+) -> Result<RestAnswer, TranslateError> {
     answer_from(sig, call, body, limit, true)
 }
 
@@ -248,7 +141,7 @@ fn answer_from(
     body: &[u8],
     limit: u64,
     bare: bool,
-) -> Result<Vec<u8>, TranslateError> {
+) -> Result<RestAnswer, TranslateError> {
     let bad = TranslateError::BadUpstream;
     let mut nests: Vec<Nest<'_>> = sig.outputs.iter().map(|_| Nest::default()).collect();
     let mut seen = vec![false; sig.outputs.len()];
@@ -331,7 +224,7 @@ fn row_or_named<'a>(
             // A lone BYTES output's `{"b64": ...}` element.
             (None, "b64") if single => {
                 mark(seen, 0);
-                let elem = Elem::Bin(super::nested::b64(&r.string()?)?);
+                let elem = Elem::Bin(Cow::Owned(b64(&r.string()?)?));
                 nests.first_mut().map_or(Ok(()), |n| n.leaf(depth, elem))
             }
             (None, _) => Err(format!("output {key:?} is not in the signature")),
@@ -343,32 +236,4 @@ fn mark(seen: &mut [bool], i: usize) {
     if let Some(s) = seen.get_mut(i) {
         *s = true;
     }
-}
-
-pub(crate) fn write_answer(
-    call: &OipCall,
-    outputs: &[(&TensorSig, Tensor<'_>)],
-) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(outputs.iter().map(|(_, t)| t.elems.len() * 12 + 96).sum());
-    out.extend_from_slice(b"{\"model_name\":");
-    write_str(&mut out, &call.model);
-    if let Some(v) = &call.version {
-        out.extend_from_slice(b",\"model_version\":");
-        write_str(&mut out, v);
-    }
-    if let Some(id) = &call.id {
-        out.extend_from_slice(b",\"id\":");
-        write_str(&mut out, id);
-    }
-    out.extend_from_slice(b",\"outputs\":[");
-    write_oip_tensors(&mut out, outputs)?;
-    out.extend_from_slice(b"]}");
-    Ok(out)
-}
-
-fn names_of(ts: &[TensorSig]) -> String {
-    ts.iter()
-        .map(|t| t.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -11,7 +11,8 @@ use super::oip_to_v1::{self, OipCall};
 use super::v1_to_oip::{self, V1Format};
 use super::{BridgeDirection, BridgeSettings, TensorSig};
 use crate::translate::{
-    BoxError, Endpoint, Rpc, TranslateBody, TranslateError, code, collect, grpc_for_http,
+    BoxError, Endpoint, INFERENCE_HEADER_CONTENT_LENGTH, Rpc, TranslateBody, TranslateError, code,
+    collect, grpc_for_http, split_body,
 };
 
 /// What the caller asked for.
@@ -124,12 +125,13 @@ pub(crate) async fn request(
             let (bytes, _) = collect(body, limit).await?;
             match settings.direction {
                 BridgeDirection::OipRestToKserveV1 => {
+                    let (json, tail) = split_body(bytes, header_len(&parts.headers))?;
                     let mut call = OipCall {
                         model: model.name.clone(),
                         version: model.version.clone(),
                         ..OipCall::default()
                     };
-                    let out = oip_to_v1::request(sig, &bytes, &mut call, limit)?;
+                    let out = oip_to_v1::request_binary(sig, &json, &tail, &mut call, limit)?;
                     let path = format!("{}:predict", model.v1_path());
                     (Method::POST, path, Some(out), Pending::OipInfer(call))
                 }
@@ -186,18 +188,29 @@ pub(crate) async fn response(
 ) -> Result<Response<TranslateBody>, TranslateError> {
     let limit = settings.max_decoded_bytes.0;
     let (mut parts, body) = resp.into_parts();
-    let (bytes, _) = collect(body, limit).await.map_err(|e| match e {
+    let upstream_fault = |e| match e {
         TranslateError::BadRequest(m) => TranslateError::BadUpstream(m),
         other => other,
-    })?;
+    };
+    let (bytes, _) = collect(body, limit).await.map_err(upstream_fault)?;
     let status = parts.status;
     let ok = status.is_success();
     let out = match pending {
         _ if !ok && !matches!(pending, Pending::Status(_) | Pending::Ready(_)) => {
             return Err(upstream_error(status, &bytes));
         }
-        Pending::OipInfer(call) => oip_to_v1::answer(&settings.signature, &call, &bytes, limit)?,
-        Pending::V1Infer(format) => v1_to_oip::answer(&bytes, format, limit)?,
+        Pending::OipInfer(call) => {
+            let answer = oip_to_v1::answer_parts(&settings.signature, &call, &bytes, limit)?;
+            parts.status = StatusCode::OK;
+            strip_body_headers(&mut parts.headers);
+            let body = answer.into_body(&mut parts.headers);
+            return Ok(Response::from_parts(parts, body));
+        }
+        Pending::V1Infer(format) => {
+            let (json, tail) =
+                split_body(bytes, header_len(&parts.headers)).map_err(upstream_fault)?;
+            v1_to_oip::answer_binary(&json, &tail, format, limit)?
+        }
         Pending::Metadata(m) => metadata(&m, &settings.signature),
         Pending::Ready(m) | Pending::Status(m) => {
             if status == StatusCode::NOT_FOUND {
@@ -294,6 +307,12 @@ pub(crate) fn upstream_error(status: StatusCode, body: &[u8]) -> TranslateError 
         http,
         message,
     }
+}
+
+/// The binary extension's `Inference-Header-Content-Length`, if any.
+pub(crate) fn header_len(h: &HeaderMap) -> Option<&str> {
+    h.get(INFERENCE_HEADER_CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
 }
 
 pub(crate) fn full(b: Bytes) -> TranslateBody {

@@ -85,6 +85,7 @@ fn answers_typed_by_the_signature() {
         version: Some("3".into()),
         id: Some("7".into()),
         requested: Some(vec!["s_bytes".into(), "y".into()]),
+        ..OipCall::default()
     };
     let v1 = br#"{"predictions": [{"y": [1.5, 2], "n": 1, "s_bytes": {"b64": "aGk="}}, {"y": [3, 4], "n": 2, "s_bytes": {"b64": "eW8="}}]}"#;
     let got = json(&v1_answer_to_oip(&s, &call, v1, LIMIT).unwrap());

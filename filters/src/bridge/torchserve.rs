@@ -2,8 +2,10 @@
 //! /predictions/{m}[/{v}]` on the inference port) and `torchserve-grpc`
 //! (`org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions`).
 //!
-//! The bridge reads OIP REST; gRPC callers reach it through the OIP translator (gRPC → REST)
-//! in front of it (`grpc_callers`), so both callers share one mapping. The infer request's
+//! The bridge reads OIP REST, JSON `data` or binary-extension sections (`oip_request`); gRPC
+//! callers reach it through the OIP translator (gRPC → REST, raw tensors as sections) in front
+//! of it (`grpc_callers`), so both callers share one mapping. Outputs go back as JSON or
+//! binary sections as the caller asks (`oip_answer`). The infer request's
 //! inputs are checked against the signature (400 without calling TorchServe when they do not
 //! fit), then written in the route's [`Payload`] encoding:
 //!
@@ -87,7 +89,7 @@ pub mod mapping {
         limit: u64,
     ) -> Result<(String, Vec<u8>), TranslateError> {
         let mut call = OipCall::default();
-        let inputs = super::super::oip_to_v1::read_request(sig, body, &mut call, limit)?;
+        let inputs = super::super::oip_request::read_request(sig, body, &[], &mut call, limit)?;
         super::request::rest_body(payload, &inputs).map_err(TranslateError::BadRequest)
     }
 
@@ -102,7 +104,10 @@ pub mod mapping {
             model: "m".to_owned(),
             ..OipCall::default()
         };
-        super::answer::infer_answer(sig, &call, payload, body, limit)
+        let a = super::answer::infer_answer(sig, &call, payload, body, limit)?;
+        let mut out = a.json;
+        a.sections.iter().for_each(|s| out.extend_from_slice(s));
+        Ok(out)
     }
 
     /// Floats as JSON number tokens → one tensor's payload bytes (raw or npy) for `dt`.
@@ -126,6 +131,7 @@ pub mod mapping {
                     int: !t.contains(['.', 'e', 'E', 'N', 'I']),
                 })
                 .collect(),
+            raw: None,
         };
         super::request::encode(payload, &sig, &t)
     }

@@ -4,9 +4,13 @@
 //! written as OIP `inputs` with flat `data`. The v2 answer carries its own datatypes and shapes;
 //! row callers get `predictions` (one element per batch item), columnar callers `outputs`.
 
+use std::borrow::Cow;
+
 use crate::translate::TranslateError;
 use crate::translate::json_in::reader::Reader;
+use crate::translate::tensor::Sections;
 
+use super::elem::{b64, from_raw, scalar};
 use super::nested::{
     Elem, Nest, Tensor, check, datatype, fits, shape, write_nested, write_oip_tensors, write_rows,
     write_str,
@@ -110,7 +114,7 @@ fn named_or_single<'a>(
             }
             (None, "b64") if single => {
                 count(seen, 0);
-                let elem = Elem::Bin(super::nested::b64(&r.string()?)?);
+                let elem = Elem::Bin(Cow::Owned(b64(&r.string()?)?));
                 nests.first_mut().map_or(Ok(()), |n| n.leaf(depth, elem))
             }
             (None, _) => Err(format!(
@@ -141,12 +145,25 @@ fn write_request(tensors: &[(&TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String
 
 /// An OIP infer answer body → the V1 answer in the caller's format.
 pub fn answer(body: &[u8], format: V1Format, limit: u64) -> Result<Vec<u8>, TranslateError> {
+    answer_binary(body, &[], format, limit)
+}
+
+/// An OIP infer answer (JSON header, and any binary-extension sections after it) → the V1
+/// answer in the caller's format.
+pub(crate) fn answer_binary(
+    json: &[u8],
+    tail: &[u8],
+    format: V1Format,
+    limit: u64,
+) -> Result<Vec<u8>, TranslateError> {
     let bad = TranslateError::BadUpstream;
     let mut outputs: Vec<(TensorSig, Tensor<'_>)> = Vec::new();
-    let mut r = Reader::new(body);
+    let mut sections = Sections::declared(tail.len());
+    let mut r = Reader::new(json);
     r.object(|r, key| match key.as_ref() {
         "outputs" => r.array(|r| {
             let (mut name, mut dt, mut shp, mut data) = (String::new(), None, None, None);
+            let mut binary = None;
             r.object(|r, key| match key.as_ref() {
                 "name" => r.string().map(|s| name = s.into_owned()),
                 "datatype" => r.string().and_then(|s| datatype(&s)).map(|d| dt = Some(d)),
@@ -157,17 +174,32 @@ pub fn answer(body: &[u8], format: V1Format, limit: u64) -> Result<Vec<u8>, Tran
                     data = Some(nest.finish(None)?);
                     Ok(())
                 }
-                "parameters" => r.object(|r, key| {
-                    if key == "binary_data_size" {
-                        return Err("binary outputs are not bridged to kserve-v1 yet".to_owned());
-                    }
-                    r.skip()
+                "parameters" => r.object(|r, key| match key.as_ref() {
+                    "binary_data_size" => match scalar(r)? {
+                        Elem::Num { text, int: true } => {
+                            binary = text.parse::<u64>().ok();
+                            Ok(())
+                        }
+                        _ => Err("binary_data_size is not a size".to_owned()),
+                    },
+                    _ => r.skip(),
                 }),
                 _ => r.skip(),
             })?;
             let fault = |m: &str| format!("output {name:?}: {m}");
             let dt = dt.ok_or_else(|| fault("no datatype"))?;
             let shp = shp.ok_or_else(|| fault("no shape"))?;
+            if let Some(size) = binary {
+                // A section of the answer (a v2 server may answer binary unasked).
+                let range = sections
+                    .take_range(size, &format!("output {name:?}"))
+                    .map_err(|e| e.to_string())?;
+                let raw = tail.get(range).unwrap_or_default();
+                data = Some(Tensor {
+                    elems: from_raw(dt, raw).map_err(|e| fault(&e))?,
+                    ..Tensor::default()
+                });
+            }
             let mut t: Tensor<'_> = data.ok_or_else(|| fault("no data"))?;
             let shape: Vec<usize> = shp
                 .iter()
@@ -190,6 +222,9 @@ pub fn answer(body: &[u8], format: V1Format, limit: u64) -> Result<Vec<u8>, Tran
     })
     .and_then(|()| r.end())
     .map_err(|e| bad(format!("v2 answer: {e}")))?;
+    sections
+        .finish()
+        .map_err(|e| bad(format!("v2 answer: {e}")))?;
     let mut budget = Budget::new(limit);
     for (sig, t) in &outputs {
         budget.charge(&t.elems, sig.datatype)?;

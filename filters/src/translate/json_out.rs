@@ -89,7 +89,7 @@ fn param(buf: &mut Vec<u8>, choice: &ParameterChoice) {
     };
 }
 
-fn float64(buf: &mut Vec<u8>, v: f64) {
+pub(crate) fn float64(buf: &mut Vec<u8>, v: f64) {
     if v.is_finite() {
         let _ = CompactFormatter.write_f64(buf, v);
     } else {
@@ -97,7 +97,7 @@ fn float64(buf: &mut Vec<u8>, v: f64) {
     }
 }
 
-fn float32(buf: &mut Vec<u8>, v: f32) {
+pub(crate) fn float32(buf: &mut Vec<u8>, v: f32) {
     if v.is_finite() {
         let _ = CompactFormatter.write_f32(buf, v);
     } else {

@@ -18,7 +18,7 @@ use super::tensor_data::TensorData;
 
 mod answer;
 
-pub(crate) use self::answer::{InferAnswer, infer_answer, infer_response, response};
+pub(crate) use self::answer::{InferAnswer, RestAnswer, infer_answer, infer_response, response};
 
 /// The binary extension's request-level "all outputs binary" parameter.
 pub(crate) const BINARY_DATA_OUTPUT: &str = "binary_data_output";

@@ -81,6 +81,16 @@ impl Sections {
 
     /// The next section's size, and its bytes once received.
     fn take(&mut self, size: u64, label: &str) -> Result<(usize, Option<Bytes>), TranslateError> {
+        let range = self.take_range(size, label)?;
+        Ok((range.len(), self.tail.as_ref().map(|t| t.slice(range))))
+    }
+
+    /// The next section's place in the tail, checked to lie within it.
+    pub(crate) fn take_range(
+        &mut self,
+        size: u64,
+        label: &str,
+    ) -> Result<std::ops::Range<usize>, TranslateError> {
         let available = self.len - self.offset;
         let size = usize::try_from(size)
             .ok()
@@ -92,10 +102,7 @@ impl Sections {
             })?;
         let start = self.offset;
         self.offset += size;
-        Ok((
-            size,
-            self.tail.as_ref().map(|t| t.slice(start..self.offset)),
-        ))
+        Ok(start..self.offset)
     }
 
     /// Checks every byte after the JSON header belonged to some tensor.

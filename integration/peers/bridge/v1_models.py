@@ -7,6 +7,9 @@ Usage: python v1_models.py --http_port N --grpc_port M
           columnar: inputs {"x": [[3 floats], ...], "tag": [str, ...]} -> outputs of the same
           three, one element per item
   matrix  columnar: inputs [[...], [...]] (one unnamed input) -> outputs: its transpose
+  halves  row format, one unnamed input: instances [[4 numbers], ...] -> predictions: each
+          doubled (the test types them FP16; V1 JSON carries them as plain numbers)
+  bhalves the same model, typed BF16 by the test
 """
 
 from kserve import Model, ModelServer
@@ -51,5 +54,17 @@ class Matrix(Model):
         return {"outputs": [list(col) for col in zip(*m)]}
 
 
+class Halves(Model):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.ready = True
+
+    async def predict(self, payload, headers=None, response_headers=None):
+        instances = payload.get("instances")
+        if not isinstance(instances, list):
+            raise InvalidInput("halves wants row format (instances)")
+        return {"predictions": [[2 * v for v in row] for row in instances]}
+
+
 if __name__ == "__main__":
-    ModelServer().start([Scorer("scorer"), Matrix("matrix")])
+    ModelServer().start([Scorer("scorer"), Matrix("matrix"), Halves("halves"), Halves("bhalves")])

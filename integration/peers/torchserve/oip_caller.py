@@ -1,7 +1,8 @@
-"""tritonclient (HTTP in JSON mode, or gRPC) as an Open Inference Protocol caller of the
-TorchServe models that ferry bridges (`handler.py`). Prints one JSON object: each case's
-answer (float tensors as their bit patterns, compared exactly) or error.
-Usage: python oip_caller.py http|grpc HOST:PORT [CASE,CASE...]  (default: every case)"""
+"""tritonclient (HTTP in JSON mode, HTTP with the binary tensor extension for inputs and
+outputs, or gRPC) as an Open Inference Protocol caller of the TorchServe models that ferry
+bridges (`handler.py`). Prints one JSON object: each case's answer (float tensors as their bit
+patterns, compared exactly) or error.
+Usage: python oip_caller.py http|http-binary|grpc HOST:PORT [CASE,CASE...]  (default: every case)"""
 
 import json
 import sys
@@ -20,6 +21,10 @@ def values(a):
     return a.flatten().tolist()
 
 
+# tritonclient's default: binary_data=True for inputs and outputs.
+BINARY = sys.argv[1] == "http-binary"
+
+
 def infer(mod, c, grpc, model, tensors, outputs):
     inputs = []
     for name, arr, dt in tensors:
@@ -27,14 +32,19 @@ def infer(mod, c, grpc, model, tensors, outputs):
         if grpc:
             i.set_data_from_numpy(arr)
         else:
-            i.set_data_from_numpy(arr, binary_data=False)
+            i.set_data_from_numpy(arr, binary_data=BINARY)
         inputs.append(i)
     if grpc:
         requested = [mod.InferRequestedOutput(n) for n in outputs]
     else:
-        requested = [mod.InferRequestedOutput(n, binary_data=False) for n in outputs]
+        requested = [mod.InferRequestedOutput(n, binary_data=BINARY) for n in outputs]
     r = c.infer(model, inputs, outputs=requested, request_id="req-7")
-    got = {"id": r.get_response(as_json=True)["id"] if grpc else r.get_response()["id"]}
+    response = r.get_response(as_json=True) if grpc else r.get_response()
+    got = {"id": response["id"]}
+    if BINARY:
+        # Which outputs came back as binary sections.
+        got["binary"] = sorted(o["name"] for o in response["outputs"]
+                               if "binary_data_size" in o.get("parameters", {}))
     for n in outputs:
         a = r.as_numpy(n)
         got[n] = {"dtype": str(a.dtype), "shape": list(a.shape), "values": values(a)}

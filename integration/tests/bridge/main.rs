@@ -62,6 +62,24 @@ listeners:
             inputs: [{{ name: m, datatype: INT64, shape: [2, 3] }}]
             outputs: [{{ name: mt, datatype: INT64, shape: [3, 2] }}]
         to: kserve
+      - name: halves
+        match: {{ model: {{ name: halves }} }}
+        translate:
+          from: [oip-v2-rest, oip-v2-grpc]
+          to: kserve-v1
+          signature:
+            inputs: [{{ name: h, datatype: FP16, shape: [-1, 4] }}]
+            outputs: [{{ name: h2, datatype: FP16, shape: [-1, 4] }}]
+        to: kserve
+      - name: bhalves
+        match: {{ model: {{ name: bhalves }} }}
+        translate:
+          from: [oip-v2-rest, oip-v2-grpc]
+          to: kserve-v1
+          signature:
+            inputs: [{{ name: b, datatype: BF16, shape: [-1, 4] }}]
+            outputs: [{{ name: b2, datatype: BF16, shape: [-1, 4] }}]
+        to: kserve
       - name: scorer
         translate:
           from: [oip-v2-rest, oip-v2-grpc]
@@ -76,14 +94,15 @@ clusters:
     )
 }
 
-/// tritonclient HTTP and gRPC → ferry → KServe V1, one route serving both wires: rows with
-/// several outputs and BYTES, columns, metadata, readiness and the mapped errors.
+/// tritonclient HTTP (JSON, and the binary tensor extension both ways) and gRPC → ferry →
+/// KServe V1, one route serving both wires: rows with several outputs and BYTES, FP16, columns,
+/// metadata, readiness and the mapped errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tritonclient_reaches_kserve_v1_models() -> anyhow::Result<()> {
     let server = ModelServer::kserve_v1(&peers().await?).await?;
     let ferry = Ferry::start(&oip_to_v1_config(server.rest)).await?;
     let addr = ferry.only_listener()?.to_string();
-    for wire in ["http", "grpc"] {
+    for wire in ["http", "http-binary", "grpc"] {
         let got = run_script("triton", "oip_caller.py", &[addr.clone(), wire.into()]).await?;
         check_kserve_v1_answers(wire, &got);
     }
@@ -115,7 +134,31 @@ fn check_kserve_v1_answers(wire: &str, got: &Value) {
     );
     // Only the requested output comes back (V1 has no filter: ferry applies it).
     let one = got["scorer_one_output"].as_object().map(|o| o.len());
-    assert_eq!(one, Some(2), "{wire}: {got}");
+    let binary = wire == "http-binary";
+    assert_eq!(one, Some(if binary { 3 } else { 2 }), "{wire}: {got}");
+    if binary {
+        // Every output came back as a binary section, as tritonclient asked by default.
+        assert_eq!(
+            scorer["binary"],
+            json!(["doubled", "label", "positives"]),
+            "{wire}: {got}"
+        );
+        assert_eq!(got["halves"]["binary"], json!(["h2"]), "{wire}: {got}");
+    }
+    // FP16 crosses as V1 numbers both ways, bit-exactly; BF16 too where tritonclient can
+    // send it (binary only).
+    assert_eq!(
+        got["halves"]["h2"],
+        json!({"dtype": "float16", "shape": [2, 4], "values": got["halves_expected"]}),
+        "{wire}: {got}"
+    );
+    if wire != "http" {
+        assert_eq!(
+            got["bhalves"]["b2"],
+            json!({"dtype": "bfloat16", "shape": [2, 4], "values": got["bhalves_expected"]}),
+            "{wire}: {got}"
+        );
+    }
     assert_eq!(
         got["matrix"]["mt"],
         json!({"dtype": "int64", "shape": [3, 2], "values": [1, 4, 2, 5, 3, -(1_i64 << 62)]}),

@@ -1,7 +1,8 @@
 //! Open Inference Protocol callers of TorchServe through ferry, end to end with real peers
 //! installed (pinned) by the test set-up: TorchServe 0.12 (`peers/torchserve/install.sh`)
 //! serving a numpy handler that answers in the payload encoding it was sent, and tritonclient
-//! 2.73 (`peers/translate/install.sh`) over HTTP (JSON) and gRPC. Every caller reaches every
+//! 2.73 (`peers/translate/install.sh`) over HTTP (JSON, and the binary tensor extension both
+//! ways, tritonclient's default) and gRPC. Every caller reaches every
 //! model through a `torchserve-rest` listener and a `torchserve-grpc` listener; tensors are
 //! compared bit for bit, and the mapped errors checked. A second TorchServe, started with the
 //! kserve envelope, serves the same handler on KServe V1 (`POST /v1/models/{m}:predict`), and
@@ -148,7 +149,8 @@ fn status(got: &Value, case: &str) -> String {
     got[case]["status"].as_str().unwrap_or_default().to_owned()
 }
 
-/// tritonclient HTTP and gRPC → ferry → TorchServe REST and gRPC: every payload encoding,
+/// tritonclient HTTP (JSON and binary) and gRPC → ferry → TorchServe REST and gRPC: every
+/// payload encoding,
 /// several inputs and outputs, requested outputs, metadata, readiness and the mapped errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tritonclient_reaches_torchserve_models() -> anyhow::Result<()> {
@@ -162,7 +164,7 @@ async fn tritonclient_reaches_torchserve_models() -> anyhow::Result<()> {
     let mut proved = Vec::new();
     for listener in ["via-rest", "via-grpc"] {
         let target = ferry.listener(listener)?;
-        for wire in ["http", "grpc"] {
+        for wire in ["http", "http-binary", "grpc"] {
             let got = caller(&peers, wire, target, None).await?;
             let at = format!("tritonclient {wire} → ferry {listener}");
             assert_eq!(got["x_bits"], f32_bits(&x), "{at}: {got}");
@@ -183,6 +185,9 @@ async fn tritonclient_reaches_torchserve_models() -> anyhow::Result<()> {
             for payload in ["json", "raw", "npy"] {
                 let case = &got[format!("double_{payload}")];
                 assert_eq!(case["id"], "req-7", "{at} {payload}: {got}");
+                if wire == "http-binary" {
+                    assert_eq!(case["binary"], json!(["OUTPUT0"]), "{at} {payload}: {got}");
+                }
                 assert_eq!(
                     case["OUTPUT0"],
                     json!({"dtype": "float32", "shape": [2, 3], "values": f32_bits(&doubled)}),
@@ -218,12 +223,12 @@ async fn tritonclient_reaches_torchserve_models() -> anyhow::Result<()> {
                 "{at}: {got}"
             );
             let (bad, missing, failed) = match wire {
-                "http" => ("400", "404", "500"),
-                _ => (
+                "grpc" => (
                     "StatusCode.INVALID_ARGUMENT",
                     "StatusCode.NOT_FOUND",
                     "StatusCode.INTERNAL",
                 ),
+                _ => ("400", "404", "500"),
             };
             assert_eq!(status(&got, "handler_fails"), failed, "{at}: {got}");
             assert_eq!(status(&got, "wrong_dtype"), bad, "{at}: {got}");

@@ -77,11 +77,13 @@ async fn grpc_callers_reach_the_bridge_as_oip_rest() {
     let resp = svc.oneshot(grpc_infer()).await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(resp.headers()["content-type"], "application/grpc");
-    let (path, ct, body) = seen.lock().unwrap().pop().unwrap();
+    let (path, _, body) = seen.lock().unwrap().pop().unwrap();
     assert_eq!(path, "/v2/models/m/infer");
-    assert_eq!(ct, "application/json");
-    // The raw little-endian 1.5 arrives as JSON data for the bridge to check.
-    assert!(body.contains(r#""data":[1.5]"#), "{body}");
+    // The raw little-endian 1.5 arrives as a binary section as it was, outputs asked binary.
+    assert!(body.contains(r#""binary_data_size":4"#), "{body}");
+    assert!(body.contains(r#""binary_data_output":true"#), "{body}");
+    // (0xc0 is not UTF-8: the recorded text shows it as U+FFFD.)
+    assert!(body.ends_with("}\0\0\u{fffd}?"), "{body:?}");
 }
 
 #[tokio::test]

@@ -6,22 +6,22 @@
 //! payload says how to read it; an answer declared `application/json` is read as JSON whatever
 //! the payload, so a handler may take npy in and answer JSON.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use http::header::CONTENT_TYPE;
 use http::{Response, StatusCode};
 
-use super::super::nested::{fits, write_str};
+use super::super::elem::from_raw;
+use super::super::nested::{Tensor, fits};
+use super::super::oip_answer::write_answer;
 use super::super::oip_to_v1::{OipCall, answer_bare};
-use super::super::service::{full, strip_body_headers};
+use super::super::service::strip_body_headers;
 use super::super::{BridgeSettings, Signature, TensorSig};
 use super::payload::{raw_shape, read_npy};
 use super::request::Pending;
 use super::{Payload, TorchserveApi, TorchserveTarget, wire};
-use crate::translate::json_out::{self, DataRef};
 use crate::translate::{
-    Rpc, TranslateBody, TranslateError, code, collect, grpc_for_http, grpc_status, http_for_grpc,
+    RestAnswer, Rpc, TranslateBody, TranslateError, code, collect, grpc_for_http, grpc_status,
+    http_for_grpc,
 };
 
 /// The caller's answer from TorchServe's.
@@ -83,19 +83,25 @@ pub(crate) async fn response(
         }
     };
     let sig = &settings.signature;
-    let (status, out) = match pending.rpc {
+    let answer = match pending.rpc {
         Rpc::ModelInfer => {
             let payload = if json_declared {
                 Payload::Json
             } else {
                 target.payload
             };
-            let out = infer_answer(sig, &pending.call, payload, &message, limit)?;
-            (StatusCode::OK, out)
+            infer_answer(sig, &pending.call, payload, &message, limit)?
         }
-        rpc => health_answer(rpc, &pending.call, sig, &message)?,
+        rpc => {
+            let (status, json) = health_answer(rpc, &pending.call, sig, &message)?;
+            RestAnswer {
+                status,
+                json,
+                sections: Vec::new(),
+            }
+        }
     };
-    parts.status = status;
+    parts.status = answer.status;
     strip_body_headers(&mut parts.headers);
     for name in [
         "grpc-status",
@@ -105,13 +111,8 @@ pub(crate) async fn response(
     ] {
         parts.headers.remove(name);
     }
-    parts
-        .headers
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    parts
-        .headers
-        .insert(CONTENT_LENGTH, HeaderValue::from(out.len()));
-    Ok(Response::from_parts(parts, full(Bytes::from(out))))
+    let body = answer.into_body(&mut parts.headers);
+    Ok(Response::from_parts(parts, body))
 }
 
 /// The handler's answer → the OIP infer answer.
@@ -121,7 +122,7 @@ pub(crate) fn infer_answer(
     payload: Payload,
     body: &[u8],
     limit: u64,
-) -> Result<Vec<u8>, TranslateError> {
+) -> Result<RestAnswer, TranslateError> {
     if payload == Payload::Json {
         return answer_bare(sig, call, body, limit);
     }
@@ -152,55 +153,17 @@ pub(crate) fn infer_answer(
         .requested
         .as_ref()
         .is_none_or(|r| r.contains(&want.name));
-    let outputs: Vec<(&TensorSig, Vec<usize>, &[u8])> = if wanted {
-        vec![(want, shape, data)]
-    } else {
-        Vec::new()
-    };
-    write_raw_answer(call, &outputs).map_err(bad)
-}
-
-fn write_raw_answer(
-    call: &OipCall,
-    outputs: &[(&TensorSig, Vec<usize>, &[u8])],
-) -> Result<Vec<u8>, String> {
-    let size: usize = outputs.iter().map(|(_, _, d)| d.len()).sum();
-    let mut out = Vec::with_capacity(size.saturating_mul(3).saturating_add(128));
-    head(&mut out, call);
-    out.extend_from_slice(b",\"outputs\":[");
-    let no_params = HashMap::new();
-    for (i, (sig, shape, data)) in outputs.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let dims: Vec<i64> = shape
-            .iter()
-            .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
-            .collect();
-        json_out::tensor(
-            &mut out,
-            &sig.name,
-            sig.datatype,
-            &dims,
-            &no_params,
-            DataRef::Raw(data),
-        )?;
+    let mut outputs = Vec::new();
+    if wanted {
+        let elems = from_raw(want.datatype, data).map_err(fault)?;
+        let t = Tensor {
+            shape,
+            elems,
+            raw: Some(data),
+        };
+        outputs.push((want, t));
     }
-    out.extend_from_slice(b"]}");
-    Ok(out)
-}
-
-fn head(out: &mut Vec<u8>, call: &OipCall) {
-    out.extend_from_slice(b"{\"model_name\":");
-    write_str(out, &call.model);
-    if let Some(v) = &call.version {
-        out.extend_from_slice(b",\"model_version\":");
-        write_str(out, v);
-    }
-    if let Some(id) = &call.id {
-        out.extend_from_slice(b",\"id\":");
-        write_str(out, id);
-    }
+    write_answer(call, &outputs).map_err(bad)
 }
 
 /// A health or metadata answer from TorchServe's ping (`{"status": "Healthy"}`). Not healthy:
@@ -237,7 +200,7 @@ pub(crate) fn health_answer(
         Rpc::ServerLive => serde_json::json!({ "live": true }),
         Rpc::ServerReady => serde_json::json!({ "ready": true }),
         Rpc::ServerMetadata => {
-            serde_json::json!({ "name": "ferry-torchserve-bridge", "version": env!("CARGO_PKG_VERSION"), "extensions": [] })
+            serde_json::json!({ "name": "ferry-torchserve-bridge", "version": env!("CARGO_PKG_VERSION"), "extensions": ["binary_tensor_data"] })
         }
         Rpc::ModelReady => serde_json::json!({ "name": call.model, "ready": true }),
         Rpc::ModelMetadata | Rpc::ModelInfer => {

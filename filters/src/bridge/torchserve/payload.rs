@@ -11,46 +11,25 @@
 
 use crate::translate::DataType;
 
-use super::super::nested::Elem;
+use super::super::elem;
+use super::super::nested::Tensor;
 
 const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 
-/// Appends `elems` as little-endian values of `dt`. The elements were checked against `dt`
-/// (integers in range), so a failure here is a token Rust cannot read as that type.
-pub(crate) fn write_raw(out: &mut Vec<u8>, dt: DataType, elems: &[Elem<'_>]) -> Result<(), String> {
-    let width = dt
-        .size()
-        .ok_or_else(|| format!("{} has no raw form", dt.as_str()))?;
-    out.reserve(elems.len().saturating_mul(width));
-    for e in elems {
-        let ok = match (dt, e) {
-            (DataType::Bool, Elem::Bool(b)) => {
-                out.push(u8::from(*b));
-                true
-            }
-            (DataType::Fp32, Elem::Num { text, .. }) => text
-                .parse::<f32>()
-                .map(|v| out.extend_from_slice(&v.to_le_bytes()))
-                .is_ok(),
-            (DataType::Fp64, Elem::Num { text, .. }) => text
-                .parse::<f64>()
-                .map(|v| out.extend_from_slice(&v.to_le_bytes()))
-                .is_ok(),
-            (_, Elem::Num { text, int: true }) => match text.parse::<i128>() {
-                // Two's complement little-endian, cut to the width: the value was range-checked.
-                Ok(v) => {
-                    out.extend_from_slice(v.to_le_bytes().get(..width).unwrap_or_default());
-                    true
-                }
-                Err(_) => false,
-            },
-            _ => false,
-        };
-        if !ok {
-            return Err(format!("an element is not a {} value", dt.as_str()));
-        }
+/// Appends a tensor as little-endian values of `dt`: the bytes it arrived in when it came as
+/// a binary section (the same form), else its elements encoded. BYTES has no raw payload
+/// (config validation refuses it), since a handler could not tell its elements apart.
+pub(crate) fn write_raw(out: &mut Vec<u8>, dt: DataType, t: &Tensor<'_>) -> Result<(), String> {
+    if dt.size().is_none() {
+        return Err(format!("{} has no raw form", dt.as_str()));
     }
-    Ok(())
+    match t.raw {
+        Some(raw) => {
+            out.extend_from_slice(raw);
+            Ok(())
+        }
+        None => elem::write_raw(out, dt, &t.elems),
+    }
 }
 
 /// NumPy's dtype string for `dt` (little-endian; `|` where byte order does not apply).
@@ -78,7 +57,7 @@ pub(crate) fn write_npy_header(
     dt: DataType,
     shape: &[usize],
 ) -> Result<(), String> {
-    let descr = npy_descr(dt).ok_or_else(|| format!("{} has no npy form", dt.as_str()))?;
+    let descr = npy_descr(dt).ok_or_else(|| no_npy_form(dt))?;
     let dims = match shape {
         [one] => format!("{one},"),
         _ => shape
@@ -101,6 +80,16 @@ pub(crate) fn write_npy_header(
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(dict.as_bytes());
     Ok(())
+}
+
+fn no_npy_form(dt: DataType) -> String {
+    match dt {
+        DataType::Bf16 => {
+            "BF16 has no .npy form (NumPy has no bfloat16 dtype): use payload raw or json"
+                .to_owned()
+        }
+        _ => format!("{} has no .npy form: use payload json", dt.as_str()),
+    }
 }
 
 /// A `.npy` array: its shape and its raw little-endian data (a slice of `body`).
@@ -140,7 +129,7 @@ pub(crate) fn read_npy(body: &[u8], dt: DataType) -> Result<NpyArray<'_>, String
     let header = std::str::from_utf8(header).map_err(|_| ".npy header is not text")?;
     let descr = dict_value(header, "descr")?;
     let descr = descr.trim_matches(|c| c == '\'' || c == '"');
-    let want = npy_descr(dt).ok_or_else(|| format!("{} has no npy form", dt.as_str()))?;
+    let want = npy_descr(dt).ok_or_else(|| no_npy_form(dt))?;
     // `=` is native order, little-endian on every machine TorchServe runs on; one-byte types
     // have no order, whichever mark they carry.
     let same_type = descr.get(1..) == want.get(1..);

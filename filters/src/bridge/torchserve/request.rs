@@ -10,11 +10,13 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use http::{Method, Request, Uri, Version};
 
 use super::super::nested::{Tensor, write_nested, write_str};
-use super::super::oip_to_v1::{OipCall, read_request};
-use super::super::service::strip_body_headers;
+use super::super::oip_request::read_request;
+use super::super::oip_to_v1::OipCall;
+use super::super::service::{header_len, strip_body_headers};
 use super::super::{BridgeSettings, TensorSig};
 use super::payload::{write_npy_header, write_raw};
 use super::{Payload, TorchserveApi, TorchserveTarget, wire};
+use crate::translate::split_body;
 use crate::translate::{ChunksBody, Endpoint, Rpc, TranslateBody, TranslateError, boxed, collect};
 
 /// What the response half needs.
@@ -48,11 +50,13 @@ pub(crate) async fn request(
         version: Some(ep.version.clone()).filter(|v| !v.is_empty()),
         ..OipCall::default()
     };
+    let header_len = header_len(&parts.headers).map(str::to_owned);
     strip_body_headers(&mut parts.headers);
     let (path, content_type, chunks) = if ep.rpc == Rpc::ModelInfer {
         let limit = settings.max_decoded_bytes.0;
         let (bytes, _) = collect(body, limit).await?;
-        let inputs = read_request(&settings.signature, &bytes, &mut call, limit)?;
+        let (json, tail) = split_body(bytes, header_len.as_deref())?;
+        let inputs = read_request(&settings.signature, &json, &tail, &mut call, limit)?;
         let bad = |m: String| TranslateError::BadRequest(m);
         match target.api {
             TorchserveApi::Rest => {
@@ -153,10 +157,10 @@ pub(crate) fn encode(payload: Payload, sig: &TensorSig, t: &Tensor<'_>) -> Resul
             out.reserve(t.elems.len().saturating_mul(8).saturating_add(2));
             write_nested(&mut out, &t.shape, &t.elems, false)?;
         }
-        Payload::Raw => write_raw(&mut out, sig.datatype, &t.elems)?,
+        Payload::Raw => write_raw(&mut out, sig.datatype, t)?,
         Payload::Npy => {
             write_npy_header(&mut out, sig.datatype, &t.shape)?;
-            write_raw(&mut out, sig.datatype, &t.elems)?;
+            write_raw(&mut out, sig.datatype, t)?;
         }
     }
     Ok(out)

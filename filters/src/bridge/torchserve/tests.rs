@@ -303,3 +303,87 @@ proptest! {
         }
     }
 }
+
+/// An OIP request with one binary input `t` of `dt` (`section` its bytes) → the REST body of
+/// a TorchServe route with `payload`.
+fn binary_to_torchserve(
+    dt: DataType,
+    n: usize,
+    section: &[u8],
+    payload: Payload,
+) -> Result<Vec<u8>, String> {
+    let doc = serde_json::json!({"inputs": [{"name": "t", "datatype": dt.as_str(), "shape": [n],
+        "parameters": {"binary_data_size": section.len()}}]});
+    let s = sig(dt, &[-1]);
+    let mut call = OipCall::default();
+    let json = doc.to_string();
+    let inputs =
+        crate::bridge::oip_request::read_request(&s, json.as_bytes(), section, &mut call, 1 << 20)
+            .map_err(|e| e.to_string())?;
+    super::request::rest_body(payload, &inputs).map(|(_, body)| body)
+}
+
+#[test]
+fn binary_inputs_reach_raw_and_npy_as_they_are() {
+    let x: Vec<u8> = [1.5f32, f32::MIN_POSITIVE, -0.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(
+        binary_to_torchserve(DataType::Fp32, 3, &x, Payload::Raw).unwrap(),
+        x
+    );
+    let npy = binary_to_torchserve(DataType::Fp32, 3, &x, Payload::Npy).unwrap();
+    assert_eq!(&npy[npy.len() - 12..], &x[..]);
+    assert_eq!(
+        binary_to_torchserve(DataType::Fp32, 3, &x, Payload::Json).unwrap(),
+        b"{\"t\":[1.5,1.1754944e-38,-0.0]}"
+    );
+    // FP16 goes to npy as `<f2`; BF16 to raw as its 2-byte bit patterns, never to npy.
+    let h: Vec<u8> = [half::f16::from_f32(0.1), half::f16::NEG_INFINITY]
+        .iter()
+        .flat_map(|v| v.to_bits().to_le_bytes())
+        .collect();
+    let npy = binary_to_torchserve(DataType::Fp16, 2, &h, Payload::Npy).unwrap();
+    assert!(npy.windows(4).any(|w| w == b"<f2'"));
+    assert_eq!(&npy[npy.len() - 4..], &h[..]);
+    assert_eq!(
+        binary_to_torchserve(DataType::Bf16, 2, &h, Payload::Raw).unwrap(),
+        h
+    );
+    let err = binary_to_torchserve(DataType::Bf16, 2, &h, Payload::Npy).unwrap_err();
+    assert!(err.contains("NumPy has no bfloat16 dtype"), "{err}");
+}
+
+#[test]
+fn handler_answers_go_back_binary_when_asked() {
+    let odd = half::bf16::from_f32(1e30);
+    let h: Vec<u8> = [half::bf16::from_f32(-2.5), odd]
+        .iter()
+        .flat_map(|v| v.to_bits().to_le_bytes())
+        .collect();
+    let s = sig(DataType::Bf16, &[-1]);
+    let mut call = OipCall {
+        model: "m".into(),
+        ..OipCall::default()
+    };
+    let json = |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).unwrap();
+    let a = answer::infer_answer(&s, &call, Payload::Raw, &h, 1 << 20).unwrap();
+    let data = json(&a.json)["outputs"][0]["data"].clone();
+    assert_eq!(data[0], -2.5);
+    // The shortest text that reads back as the same value.
+    let back = data[1].as_f64().unwrap() as f32;
+    assert_eq!(half::bf16::from_f32(back), odd);
+    assert_eq!(back, odd.to_f32());
+    call.binary.all = true;
+    let a = answer::infer_answer(&s, &call, Payload::Raw, &h, 1 << 20).unwrap();
+    assert_eq!(
+        json(&a.json)["outputs"][0]["parameters"]["binary_data_size"],
+        4
+    );
+    assert_eq!(a.sections, vec![h.clone()]);
+    // A JSON handler answer, asked binary, is encoded in the raw form.
+    let text = format!("[-2.5, {}]", data[1]);
+    let a = answer::infer_answer(&s, &call, Payload::Json, text.as_bytes(), 1 << 20).unwrap();
+    assert_eq!(a.sections, vec![h]);
+}

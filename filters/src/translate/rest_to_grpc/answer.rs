@@ -1,7 +1,11 @@
 //! The REST side of the answer: a successful gRPC answer becomes the REST response the caller
 //! asked for, JSON `data` (streamed when it is long) or binary sections.
 
+use std::collections::VecDeque;
+
 use bytes::Bytes;
+use http::HeaderMap;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use prost::Message;
 use serde_json::json;
 
@@ -13,6 +17,7 @@ use crate::translate::error::TranslateError;
 use crate::translate::json_out::{self, DataRef};
 use crate::translate::pb;
 use crate::translate::raw;
+use crate::translate::{ChunksBody, INFERENCE_HEADER_CONTENT_LENGTH, TranslateBody, boxed};
 
 /// A REST response ready to send: JSON header plus binary sections.
 #[derive(Debug)]
@@ -20,6 +25,34 @@ pub(crate) struct RestAnswer {
     pub(crate) status: http::StatusCode,
     pub(crate) json: Vec<u8>,
     pub(crate) sections: Vec<Bytes>,
+}
+
+// === impl RestAnswer ===
+
+impl RestAnswer {
+    /// The answer's body, setting the headers that describe it: `application/json` alone, or
+    /// the JSON header and its binary sections (`application/octet-stream` with
+    /// `Inference-Header-Content-Length`, as tritonclient reads them); the length either way.
+    pub(crate) fn into_body(self, headers: &mut HeaderMap) -> TranslateBody {
+        let json_len = self.json.len();
+        let binary = !self.sections.is_empty();
+        let mut chunks = VecDeque::with_capacity(1 + self.sections.len());
+        chunks.push_back(Bytes::from(self.json));
+        chunks.extend(self.sections);
+        let body = ChunksBody::new(chunks, None);
+        if binary {
+            headers.insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            headers.insert(INFERENCE_HEADER_CONTENT_LENGTH, HeaderValue::from(json_len));
+        } else {
+            headers.remove(INFERENCE_HEADER_CONTENT_LENGTH);
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+        boxed(body)
+    }
 }
 
 /// Turns a successful gRPC answer into the REST response.

@@ -8,10 +8,7 @@
 //! a non-200 answer or one without `grpc-status` is the upstream's (502), and a gRPC status
 //! other than OK maps by [`http_for_grpc`].
 
-use std::collections::VecDeque;
-
-use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use http::header::{CONTENT_TYPE, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body_util::BodyExt;
 
@@ -126,26 +123,9 @@ pub(super) async fn rest_response(
             return Ok(out);
         }
     };
-    let mut chunks = VecDeque::with_capacity(1 + answer.sections.len());
-    let json_len = answer.json.len();
-    let binary = !answer.sections.is_empty();
-    chunks.push_back(Bytes::from(answer.json));
-    chunks.extend(answer.sections);
-    let body = ChunksBody::new(chunks, None);
-    let len = body.len();
-    let mut out = Response::new(boxed(body));
+    let mut out = Response::new(boxed(ChunksBody::default()));
     *out.status_mut() = answer.status;
-    let headers = out.headers_mut();
-    copy_headers(&parts.headers, headers);
-    if binary {
-        headers.insert(
-            CONTENT_TYPE,
-            HeaderValue::from_static("application/octet-stream"),
-        );
-        headers.insert(INFERENCE_HEADER_CONTENT_LENGTH, HeaderValue::from(json_len));
-    } else {
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    }
-    headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    copy_headers(&parts.headers, out.headers_mut());
+    *out.body_mut() = answer.into_body(out.headers_mut());
     Ok(out)
 }
