@@ -114,6 +114,11 @@ impl Prometheus {
     }
 
     /// What Prometheus logged so far (for failure messages).
+    /// Where the server listens (its API and its own graph pages).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
     }

@@ -148,6 +148,7 @@ async fn every_panel_and_alert_returns_series_from_a_real_prometheus() -> anyhow
         assert!(v > 0.0 && v < 1.0, "share {v} for {}", labels(s));
     }
 
+    crate::shots::take(&prom, &queries, &values).await?;
     check_rules(&prom).await
 }
 

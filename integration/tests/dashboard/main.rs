@@ -16,4 +16,5 @@ mod chart;
 mod live;
 mod panels;
 mod rules;
+mod shots;
 mod traffic;
