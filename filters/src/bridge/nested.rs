@@ -207,19 +207,8 @@ pub(crate) fn write_rows(
     Ok(())
 }
 
-/// Writes `elems` as nested arrays of `shape` (a bare element for shape `[]`), element by
-/// element (their body is not known here).
-pub(crate) fn write_nested(
-    out: &mut Vec<u8>,
-    shape: &[usize],
-    elems: &[Elem<'_>],
-    b64: bool,
-) -> Result<(), String> {
-    nested_in(out, shape, elems, &[], b64)
-}
-
-/// Writes a tensor as nested arrays of its shape, copying runs of its number tokens from the
-/// body they were read from.
+/// Writes a tensor as nested arrays of its shape (a bare element for shape `[]`), copying runs
+/// of its number tokens from the body they were read from.
 pub(crate) fn write_tensor(out: &mut Vec<u8>, t: &Tensor<'_>, b64: bool) -> Result<(), String> {
     nested_in(out, &t.shape, &t.elems, t.src, b64)
 }
