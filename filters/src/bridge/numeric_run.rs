@@ -74,7 +74,7 @@ fn digits(buf: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// The number token at `buf[i..]` by `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, as
+/// The number token at `buf[start..]` by `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, as
 /// (end, whether it has neither fraction nor exponent); `None` for anything else.
 #[inline(always)]
 fn token(buf: &[u8], start: usize) -> Option<(usize, bool)> {
