@@ -25,6 +25,7 @@ mod elem;
 mod grpc_callers;
 mod layer;
 mod nested;
+mod numeric_run;
 mod oip_answer;
 mod oip_request;
 mod oip_to_v1;

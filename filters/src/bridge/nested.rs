@@ -11,6 +11,7 @@ use crate::translate::DataType;
 use crate::translate::json_in::reader::Reader;
 
 pub(crate) use super::elem::{Elem, check, scalar, write_elem, write_str};
+use super::numeric_run::{scan_leaf, write_list};
 
 /// A tensor read from JSON or a binary section: its shape and its elements in row-major order.
 #[derive(Debug, Default)]
@@ -20,6 +21,9 @@ pub(crate) struct Tensor<'a> {
     /// The same elements in the raw form when they arrived that way (a binary section), so a
     /// raw destination takes them as they are.
     pub(crate) raw: Option<&'a [u8]>,
+    /// The body the number tokens were read from (empty if unknown): the writer copies runs
+    /// of adjacent tokens from it.
+    pub(crate) src: &'a [u8],
 }
 
 /// Gathers one tensor from nested arrays, checking that every row at a depth has one length.
@@ -28,6 +32,7 @@ pub(crate) struct Nest<'a> {
     dims: Vec<Option<usize>>,
     leaf_depth: Option<usize>,
     elems: Vec<Elem<'a>>,
+    src: &'a [u8],
 }
 
 const RAGGED: &str = "ragged tensor: rows of different lengths or depths";
@@ -37,15 +42,47 @@ const RAGGED: &str = "ragged tensor: rows of different lengths or depths";
 impl<'a> Nest<'a> {
     /// Reads one value at `depth` (0 for a whole tensor, 1 for a row under a batch dimension).
     pub(crate) fn value(&mut self, r: &mut Reader<'a>, depth: usize) -> Result<(), String> {
+        self.walk(r, depth, true)
+    }
+
+    /// [`Nest::value`]; `fast` tries [`scan_leaf`] on every array first (off only in tests
+    /// comparing the two paths).
+    pub(crate) fn walk(
+        &mut self,
+        r: &mut Reader<'a>,
+        depth: usize,
+        fast: bool,
+    ) -> Result<(), String> {
         if r.peek() != Some(b'[') {
             let elem = scalar(r)?;
             return self.leaf(depth, elem);
         }
+        if fast {
+            let before = self.elems.len();
+            let (elems, src) = (&mut self.elems, &mut self.src);
+            let scanned = r.scan_with(|buf, at| {
+                *src = buf;
+                scan_leaf(buf, at, elems)
+            });
+            match scanned {
+                // What the element-wise walk checks at each leaf, once for the row.
+                Some(n) => {
+                    self.leaf_slot(depth + 1)?;
+                    return self.close(depth, n);
+                }
+                None => self.elems.truncate(before),
+            }
+        }
         let mut n = 0usize;
         r.array(|r| {
             n += 1;
-            self.value(r, depth + 1)
+            self.walk(r, depth + 1, fast)
         })?;
+        self.close(depth, n)
+    }
+
+    /// Records an array of `n` values at `depth`, checking it against the rows before it.
+    fn close(&mut self, depth: usize, n: usize) -> Result<(), String> {
         if self.leaf_depth.is_some_and(|l| l <= depth) {
             return Err(RAGGED.to_owned());
         }
@@ -62,6 +99,13 @@ impl<'a> Nest<'a> {
 
     /// Adds an element read elsewhere (a `{"b64": ...}` met while looking for names).
     pub(crate) fn leaf(&mut self, depth: usize, elem: Elem<'a>) -> Result<(), String> {
+        self.leaf_slot(depth)?;
+        self.elems.push(elem);
+        Ok(())
+    }
+
+    /// Checks that an element may sit at `depth`.
+    fn leaf_slot(&mut self, depth: usize) -> Result<(), String> {
         match self.leaf_depth {
             None => self.leaf_depth = Some(depth),
             Some(l) if l != depth => return Err(RAGGED.to_owned()),
@@ -70,7 +114,6 @@ impl<'a> Nest<'a> {
         if self.dims.get(depth).is_some_and(Option::is_some) {
             return Err(RAGGED.to_owned());
         }
-        self.elems.push(elem);
         Ok(())
     }
 
@@ -97,6 +140,7 @@ impl<'a> Nest<'a> {
             shape,
             elems: self.elems,
             raw: None,
+            src: self.src,
         })
     }
 }
@@ -117,7 +161,7 @@ pub(crate) fn write_oip_tensors(
         out.extend_from_slice(b"\",\"shape\":");
         write_shape(out, &t.shape);
         out.extend_from_slice(b",\"data\":");
-        write_flat(out, &t.elems, false)?;
+        write_flat(out, t, false)?;
         out.push(b'}');
     }
     Ok(())
@@ -154,7 +198,7 @@ pub(crate) fn write_rows(
                 write_str(out, &sig.name);
                 out.push(b':');
             }
-            write_nested(out, inner, part, super::b64_named(sig))?;
+            nested_in(out, inner, part, t.src, super::b64_named(sig))?;
         }
         if named {
             out.push(b'}');
@@ -163,18 +207,35 @@ pub(crate) fn write_rows(
     Ok(())
 }
 
-pub(crate) fn write_nested(
+/// Writes a tensor as nested arrays of its shape (a bare element for shape `[]`), copying runs
+/// of its number tokens from the body they were read from.
+pub(crate) fn write_tensor(out: &mut Vec<u8>, t: &Tensor<'_>, b64: bool) -> Result<(), String> {
+    nested_in(out, &t.shape, &t.elems, t.src, b64)
+}
+
+fn nested_in(
     out: &mut Vec<u8>,
     shape: &[usize],
     elems: &[Elem<'_>],
+    src: &[u8],
     b64: bool,
 ) -> Result<(), String> {
+    const EMPTY: &str = "an empty tensor has no scalar value";
     let Some((&n, inner)) = shape.split_first() else {
         return match elems.first() {
             Some(e) => write_elem(out, e, b64),
-            None => Err("an empty tensor has no scalar value".to_owned()),
+            None => Err(EMPTY.to_owned()),
         };
     };
+    if inner.is_empty() {
+        // A row of elements: one list (an element missing would have been a scalar of an
+        // empty tensor).
+        let row = elems.get(..n).ok_or_else(|| EMPTY.to_owned())?;
+        out.push(b'[');
+        write_list(out, row, src, b64)?;
+        out.push(b']');
+        return Ok(());
+    }
     let step = inner.iter().product::<usize>();
     out.push(b'[');
     for i in 0..n {
@@ -185,21 +246,16 @@ pub(crate) fn write_nested(
         let part = elems
             .get(from..from.saturating_add(step))
             .unwrap_or_default();
-        write_nested(out, inner, part, b64)?;
+        nested_in(out, inner, part, src, b64)?;
     }
     out.push(b']');
     Ok(())
 }
 
-/// Writes `elems` as one flat array (OIP `data`).
-pub(crate) fn write_flat(out: &mut Vec<u8>, elems: &[Elem<'_>], b64: bool) -> Result<(), String> {
+/// Writes a tensor's elements as one flat array (OIP `data`).
+pub(crate) fn write_flat(out: &mut Vec<u8>, t: &Tensor<'_>, b64: bool) -> Result<(), String> {
     out.push(b'[');
-    for (i, e) in elems.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_elem(out, e, b64)?;
-    }
+    write_list(out, &t.elems, t.src, b64)?;
     out.push(b']');
     Ok(())
 }

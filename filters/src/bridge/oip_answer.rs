@@ -68,7 +68,7 @@ pub(crate) fn write_answer(
         let mark = json.len();
         if !call.binary.wants(&sig.name) {
             json_out::tensor_head(&mut json, &sig.name, sig.datatype, &dims, &no_params, None);
-            match write_flat(&mut json, &t.elems, false) {
+            match write_flat(&mut json, t, false) {
                 Ok(()) => {
                     json.push(b'}');
                     continue;

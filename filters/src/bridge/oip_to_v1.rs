@@ -14,7 +14,7 @@ use crate::translate::TranslateError;
 use crate::translate::json_in::reader::Reader;
 
 use super::elem::b64;
-use super::nested::{Elem, Nest, Tensor, check, fits, write_nested, write_rows, write_str};
+use super::nested::{Elem, Nest, Tensor, check, fits, write_rows, write_str, write_tensor};
 use super::oip_answer::{BinaryOutputs, write_answer};
 use super::oip_request::read_request;
 use super::{Budget, Signature, TensorSig, b64_named};
@@ -65,7 +65,7 @@ fn write_request(sig: &Signature, inputs: &[(&TensorSig, Tensor<'_>)]) -> Result
         // wants `inputs` to be a list); several as an object of named tensors.
         if let [(want, t)] = inputs {
             out.extend_from_slice(b"{\"inputs\":");
-            write_nested(&mut out, &t.shape, &t.elems, b64_named(want))?;
+            write_tensor(&mut out, t, b64_named(want))?;
             out.push(b'}');
             return Ok(out);
         }
@@ -76,7 +76,7 @@ fn write_request(sig: &Signature, inputs: &[(&TensorSig, Tensor<'_>)]) -> Result
             }
             write_str(&mut out, &want.name);
             out.push(b':');
-            write_nested(&mut out, &t.shape, &t.elems, b64_named(want))?;
+            write_tensor(&mut out, t, b64_named(want))?;
         }
         out.extend_from_slice(b"}}");
         return Ok(out);

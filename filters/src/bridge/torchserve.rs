@@ -132,6 +132,7 @@ pub mod mapping {
                 })
                 .collect(),
             raw: None,
+            src: &[],
         };
         super::request::encode(payload, &sig, &t)
     }

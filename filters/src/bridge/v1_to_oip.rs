@@ -12,8 +12,8 @@ use crate::translate::tensor::Sections;
 
 use super::elem::{b64, from_raw, scalar};
 use super::nested::{
-    Elem, Nest, Tensor, check, datatype, fits, shape, write_nested, write_oip_tensors, write_rows,
-    write_str,
+    Elem, Nest, Tensor, check, datatype, fits, shape, write_oip_tensors, write_rows, write_str,
+    write_tensor,
 };
 use super::{Budget, Signature, TensorSig, b64_named};
 
@@ -240,7 +240,7 @@ fn write_columnar(outputs: &[(TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String
     let mut out = Vec::with_capacity(outputs.iter().map(|(_, t)| t.elems.len() * 12 + 32).sum());
     out.extend_from_slice(b"{\"outputs\":");
     if let [(sig, t)] = outputs {
-        write_nested(&mut out, &t.shape, &t.elems, b64_named(sig))?;
+        write_tensor(&mut out, t, b64_named(sig))?;
     } else {
         out.push(b'{');
         for (i, (sig, t)) in outputs.iter().enumerate() {
@@ -249,7 +249,7 @@ fn write_columnar(outputs: &[(TensorSig, Tensor<'_>)]) -> Result<Vec<u8>, String
             }
             write_str(&mut out, &sig.name);
             out.push(b':');
-            write_nested(&mut out, &t.shape, &t.elems, b64_named(sig))?;
+            write_tensor(&mut out, t, b64_named(sig))?;
         }
         out.push(b'}');
     }

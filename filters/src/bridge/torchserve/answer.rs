@@ -160,6 +160,7 @@ pub(crate) fn infer_answer(
             shape,
             elems,
             raw: Some(data),
+            src: &[],
         };
         outputs.push((want, t));
     }

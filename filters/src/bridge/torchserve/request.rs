@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use http::{Method, Request, Uri, Version};
 
-use super::super::nested::{Tensor, write_nested, write_str};
+use super::super::nested::{Tensor, write_str, write_tensor};
 use super::super::oip_request::read_request;
 use super::super::oip_to_v1::OipCall;
 use super::super::service::{header_len, strip_body_headers};
@@ -155,7 +155,7 @@ pub(crate) fn encode(payload: Payload, sig: &TensorSig, t: &Tensor<'_>) -> Resul
     match payload {
         Payload::Json => {
             out.reserve(t.elems.len().saturating_mul(8).saturating_add(2));
-            write_nested(&mut out, &t.shape, &t.elems, false)?;
+            write_tensor(&mut out, t, false)?;
         }
         Payload::Raw => write_raw(&mut out, sig.datatype, t)?,
         Payload::Npy => {
@@ -188,7 +188,7 @@ pub(crate) fn rest_body(
             }
             write_str(&mut out, &sig.name);
             out.push(b':');
-            write_nested(&mut out, &t.shape, &t.elems, false)?;
+            write_tensor(&mut out, t, false)?;
         }
         out.push(b'}');
         return Ok(("application/json".to_owned(), out));

@@ -177,6 +177,24 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Hands the document and the cursor (on the next significant byte) to `scan`, a
+    /// scanner of one whole array kept outside this module (the bridge's numeric fast path);
+    /// when it returns `Some((value, end))` the cursor moves to `end`, otherwise nothing is
+    /// consumed and the caller reads the value the generic way. Refused where one more level
+    /// of nesting would pass the limit, so such input still meets the limit's error.
+    pub(crate) fn scan_with<T>(
+        &mut self,
+        scan: impl FnOnce(&'a [u8], usize) -> Option<(T, usize)>,
+    ) -> Option<T> {
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        self.ws();
+        let (value, end) = scan(self.buf, self.pos)?;
+        self.pos = end;
+        Some(value)
+    }
+
     /// Consumes `lit` if the document continues with it.
     pub(crate) fn literal(&mut self, lit: &[u8]) -> bool {
         self.ws();
