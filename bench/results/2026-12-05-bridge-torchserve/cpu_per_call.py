@@ -65,7 +65,7 @@ def start_torchserve(peers, scratch):
                 f"default_workers_per_model=1\nmodel_store={store}\nload_models=double_json\n")
     env = dict(os.environ, PYTHONPATH=os.path.join(PEERS_SCRIPTS, "stand_in"),
                PATH=binp + ":" + os.environ.get("PATH", ""), LOG_LOCATION=scratch,
-               METRICS_LOCATION=scratch)
+               METRICS_LOCATION=scratch, TMPDIR=scratch)
     p = subprocess.Popen([os.path.join(binp, "torchserve"), "--start", "--foreground", "--ncs",
                           "--ts-config", os.path.join(scratch, "config.properties"),
                           "--model-store", store], env=env, cwd=scratch, start_new_session=True,
