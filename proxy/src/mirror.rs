@@ -19,6 +19,7 @@
 
 mod answer_copy;
 mod dispatch;
+mod down;
 mod read;
 mod tee;
 

@@ -7,9 +7,13 @@ use super::service::{Model, Op, upstream_error};
 use super::{BridgeDirection, OipCall, Signature, TensorSig, V1Format};
 use crate::translate::{DataType, TranslateError};
 
-const LIMIT: u64 = 1 << 20;
+/// Shared with the other bridge tests (`oip_request/tests.rs`).
+pub(super) const LIMIT: u64 = 1 << 20;
 
-fn sig(inputs: &[(&str, DataType, &[i64])], outputs: &[(&str, DataType, &[i64])]) -> Signature {
+pub(super) fn sig(
+    inputs: &[(&str, DataType, &[i64])],
+    outputs: &[(&str, DataType, &[i64])],
+) -> Signature {
     let t = |ts: &[(&str, DataType, &[i64])]| {
         ts.iter()
             .map(|(n, d, s)| TensorSig {
@@ -25,7 +29,7 @@ fn sig(inputs: &[(&str, DataType, &[i64])], outputs: &[(&str, DataType, &[i64])]
     }
 }
 
-fn json(bytes: &[u8]) -> Value {
+pub(super) fn json(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(bytes)))
 }

@@ -183,6 +183,7 @@ async fn a_dead_hung_or_failing_candidate_never_fails_the_primary() -> anyhow::R
                 "overflow",
                 "too_large",
                 "cancelled",
+                "unavailable",
             ]
             .iter()
             .map(|o| get(o))
@@ -193,13 +194,17 @@ async fn a_dead_hung_or_failing_candidate_never_fails_the_primary() -> anyhow::R
                 get("timeout"),
                 get("overflow"),
                 get("error_status"),
+                get("unavailable"),
             ))
         })
         .await?;
         match behaviour {
-            // Refused connects; a few find every slot taken by mirrors still failing.
+            // Refused connects, then mirrors held back while the candidate is gone (a few
+            // may find every slot taken by mirrors still failing).
             "killed" => assert!(
-                outcomes.0 > 0.0 && (outcomes.0 + outcomes.2) as usize == N,
+                outcomes.0 > 0.0
+                    && outcomes.4 > 0.0
+                    && (outcomes.0 + outcomes.2 + outcomes.4) as usize == N,
                 "{outcomes:?}"
             ),
             "hung" => assert!(outcomes.1 > 0.0 && outcomes.2 > 0.0, "{outcomes:?}"),

@@ -47,6 +47,8 @@ pub struct MirrorTarget {
     samples: MismatchSamples,
     /// The second of the last warn line (mismatches are logged at most once a second).
     last_warn: AtomicU64,
+    /// Held back after the candidate could not be reached (see `down`).
+    down: super::down::Down,
 }
 
 #[derive(Debug)]
@@ -58,6 +60,7 @@ struct Outcomes {
     overflow: Counter,
     too_large: Counter,
     cancelled: Counter,
+    unavailable: Counter,
 }
 
 #[derive(Debug)]
@@ -160,6 +163,7 @@ impl MirrorTarget {
                 overflow: outcome("overflow"),
                 too_large: outcome("too_large"),
                 cancelled: outcome("cancelled"),
+                unavailable: outcome("unavailable"),
             },
             results: Results {
                 matched: result("match"),
@@ -173,6 +177,7 @@ impl MirrorTarget {
             labels,
             samples: mm.samples.clone(),
             last_warn: AtomicU64::new(0),
+            down: super::down::Down::new(),
         }
     }
 
@@ -184,8 +189,8 @@ impl MirrorTarget {
         }
     }
 
-    /// Starts a mirror of the request with head `parts` and `length`, unless it is too large
-    /// or the candidate has no slot (both counted).
+    /// Starts a mirror of the request with head `parts` and `length`, unless it is too large,
+    /// the candidate could not be reached a moment ago, or it has no slot (all counted).
     pub(super) fn start(
         self: &Arc<Self>,
         parts: &http::request::Parts,
@@ -193,6 +198,10 @@ impl MirrorTarget {
     ) -> Option<Started> {
         if length.is_some_and(|n| n > self.compare.max_body) {
             self.outcomes.too_large.inc();
+            return None;
+        }
+        if self.down.holds() {
+            self.outcomes.unavailable.inc();
             return None;
         }
         let Ok(permit) = self.slots.clone().try_acquire_owned() else {
@@ -240,14 +249,22 @@ impl MirrorTarget {
             Ok(Err(e)) => {
                 tracing::debug!(cluster = ?self.labels.cluster.0, error = %e, "mirror failed");
                 match state.get() {
-                    Fed::TooLarge => o.too_large.inc(),
-                    Fed::Cancelled => o.cancelled.inc(),
-                    Fed::Streaming => o.failed.inc(),
+                    Fed::TooLarge => {
+                        o.too_large.inc();
+                    }
+                    Fed::Cancelled => {
+                        o.cancelled.inc();
+                    }
+                    Fed::Streaming => {
+                        o.failed.inc();
+                        self.down.failed();
+                    }
                 };
                 return;
             }
             Ok(Ok(answered)) => answered,
         };
+        self.down.reached();
         if parts.status.is_server_error() {
             o.error_status.inc();
         } else {

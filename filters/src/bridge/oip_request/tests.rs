@@ -10,28 +10,7 @@ use super::super::v1_to_oip::{V1Format, answer_binary};
 use super::super::{Signature, TensorSig};
 use crate::translate::{DataType, TranslateError};
 
-const LIMIT: u64 = 1 << 20;
-
-fn sig(inputs: &[(&str, DataType, &[i64])], outputs: &[(&str, DataType, &[i64])]) -> Signature {
-    let t = |ts: &[(&str, DataType, &[i64])]| {
-        ts.iter()
-            .map(|(n, d, s)| TensorSig {
-                name: (*n).to_owned(),
-                datatype: *d,
-                shape: s.to_vec(),
-            })
-            .collect()
-    };
-    Signature {
-        inputs: t(inputs),
-        outputs: t(outputs),
-    }
-}
-
-fn json(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(bytes)))
-}
+use crate::bridge::tests::{LIMIT, json, sig};
 
 /// A binary input's JSON: shape, datatype and its section's size.
 fn bin_input(name: &str, dt: DataType, shape: &[usize], section: &[u8]) -> Value {
