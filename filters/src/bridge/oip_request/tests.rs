@@ -5,9 +5,9 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use super::super::Signature;
 use super::super::oip_to_v1::{OipCall, answer_parts, request_binary};
 use super::super::v1_to_oip::{V1Format, answer_binary};
-use super::super::Signature;
 use crate::translate::{DataType, TranslateError};
 
 use crate::bridge::tests::{LIMIT, json, sig};
