@@ -10,22 +10,25 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use ferry_config::{
-    Concurrency as ConcurrencyConfig, KeyPart as ConfigKeyPart, LimitAmount, OnFailure,
-    Redis as RedisConfig, Route, Scope, TokenCharge,
+    KeyPart as ConfigKeyPart, LimitAmount, OnFailure, Redis as RedisConfig, Route, Scope,
+    TokenCharge,
 };
 use ferry_filters::limits::{
-    Charge, ConcurrencyLayer, ConcurrencySettings, ConcurrencyState, Counter as LimitCounter,
-    Decision, KeyPart, Limit, LimitMode, LimitOverride, LocalBucket, LocalWindows, OnStoreFailure,
-    RateLimitLayer, TokenSettings, WindowStore,
+    Charge, ConcurrencyState, Counter as LimitCounter, Decision, KeyPart, Limit, LimitMode,
+    LimitOverride, LocalBucket, LocalWindows, OnStoreFailure, RateLimitLayer, TokenSettings,
+    WindowStore,
 };
 use http::HeaderName;
 use prometheus_client::metrics::counter::Counter;
 
-use crate::metrics::{DecisionLabels, Metrics, ModelLabels, Name, RouteLabels};
+use crate::metrics::{DecisionLabels, Metrics, ModelLabels, Name};
 
+mod concurrency;
 mod redis;
 
+pub use self::concurrency::concurrency_layer;
 pub use self::redis::RedisWindows;
+use self::redis::redact;
 
 /// How often idle keys are forgotten.
 const EVICT_EVERY: Duration = Duration::from_secs(10);
@@ -391,53 +394,4 @@ impl WindowStore for WindowsRef {
     fn get(&self, key: &str, window: Duration) -> ferry_filters::limits::StoreFuture {
         self.0.1.get(key, window)
     }
-}
-
-/// A Redis URL with its password hidden.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
-
-/// The route's concurrency layer, its slots taken from (or added to) `states`.
-pub fn concurrency_layer(
-    listener: &str,
-    r: &Route,
-    states: &LimitStates,
-    metrics: &Metrics,
-    stats: Arc<crate::stats::Cell>,
-) -> Option<ConcurrencyLayer> {
-    let c: &ConcurrencyConfig = r.concurrency.as_ref()?;
-    let settings = ConcurrencySettings {
-        max: c.max,
-        queue: c.queue,
-        queue_timeout: c.queue_timeout,
-        route_timeout: r.timeout,
-        adaptive: c.adaptive,
-    };
-    let definition = format!("{settings:?}");
-    let state = states.slots((listener.to_owned(), r.name.clone()), definition, || {
-        ConcurrencyState::new(settings.clone())
-    });
-    let waited = metrics
-        .concurrency_queue_seconds
-        .get_or_create(&RouteLabels {
-            listener: Name(listener.into()),
-            route: Name(r.name.as_str().into()),
-        })
-        .clone();
-    Some(
-        ConcurrencyLayer::new(state).on_queued(Arc::new(move |_, d, _| {
-            waited.observe(d.as_secs_f64());
-            stats.queued();
-        })),
-    )
 }
